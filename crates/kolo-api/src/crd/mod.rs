@@ -1,0 +1,1 @@
+//! Custom resource types (SKELETON; filled in by the CRD work).

@@ -1,0 +1,1 @@
+//! Katalyst QoS levels.

@@ -1,0 +1,1 @@
+//! The Kubernetes QoS class of a pod.

@@ -1,0 +1,2 @@
+//! The `kolo` binary.
+fn main() {}
