@@ -23,3 +23,6 @@ pub mod quantity;
 pub use priority::PriorityClass;
 pub use qos::QoSClass;
 pub use quantity::{Quantity, QuantityError};
+
+#[cfg(test)]
+mod test_pods;

@@ -24,7 +24,8 @@ pub mod resource {
     pub const MID_MEMORY: &str = "kubernetes.io/mid-memory";
     /// Katalyst's reclaimed CPU for `reclaimed_cores` pods. Milli-cores
     /// (`2k` = 2 cores). kolo treats it as an alias of [`BATCH_CPU`].
-    pub const KATALYST_RECLAIMED_MILLICPU: &str = "resource.katalyst.kubewharf.io/reclaimed_millicpu";
+    pub const KATALYST_RECLAIMED_MILLICPU: &str =
+        "resource.katalyst.kubewharf.io/reclaimed_millicpu";
     /// Katalyst's reclaimed memory, in bytes. Alias of [`BATCH_MEMORY`].
     pub const KATALYST_RECLAIMED_MEMORY: &str = "resource.katalyst.kubewharf.io/reclaimed_memory";
     /// The older spelling of [`KATALYST_RECLAIMED_MILLICPU`] still found in

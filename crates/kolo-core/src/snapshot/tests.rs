@@ -1,0 +1,286 @@
+use super::*;
+
+const NODE: &str = r#"apiVersion: v1
+kind: Node
+metadata:
+  name: node-a
+  labels:
+    kubernetes.io/hostname: node-a
+status:
+  allocatable:
+    cpu: "8"
+    memory: 32Gi
+    pods: "110"
+    kubernetes.io/batch-cpu: "4000"
+    kubernetes.io/batch-memory: 8Gi
+"#;
+
+const POD: &str = r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+  namespace: default
+  labels:
+    koordinator.sh/qosClass: LS
+spec:
+  nodeName: node-a
+  containers:
+  - name: app
+    image: nginx
+    resources:
+      requests:
+        cpu: 500m
+        memory: 1Gi
+"#;
+
+fn snapshot(text: &str) -> Snapshot {
+    Snapshot::parse(text, "test.yaml").unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn error(text: &str) -> String {
+    Snapshot::parse(text, "test.yaml").unwrap_err().to_string()
+}
+
+#[test]
+fn multi_document_yaml_with_unknown_kinds() {
+    let deployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\n";
+    let text = format!(
+        "{NODE}---\n{POD}---\n{deployment}---\n{deployment}---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: slo-controller-config\n  namespace: koordinator-system\ndata:\n  colocation-config: '{{\"enable\":true}}'\n"
+    );
+    let s = snapshot(&text);
+    assert_eq!(s.nodes.len(), 1);
+    assert_eq!(s.pods.len(), 1);
+    assert_eq!(s.config_maps.len(), 1);
+    assert_eq!(s.object_count(), 3);
+    assert_eq!(
+        s.skipped_kinds,
+        BTreeMap::from([("apps/v1 Deployment".to_string(), 2)])
+    );
+    assert_eq!(s.nodes[0].view.name(), "node-a");
+    assert_eq!(s.pods[0].view.name(), "web");
+    assert_eq!(s.pods[0].view.qos(), kolo_api::QoSClass::LS);
+}
+
+fn kubectl_list(items: &[&str]) -> String {
+    let mut out = String::from("apiVersion: v1\nitems:\n");
+    for item in items {
+        for (i, line) in item.lines().enumerate() {
+            out.push_str(if i == 0 { "- " } else { "  " });
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out.push_str("kind: List\nmetadata:\n  resourceVersion: \"\"\n");
+    out
+}
+
+#[test]
+fn kubectl_list_is_read_item_by_item() {
+    let s = snapshot(&kubectl_list(&[NODE, POD, POD]));
+    assert_eq!((s.nodes.len(), s.pods.len()), (1, 2));
+    assert_eq!(s.pods[1].object.metadata.name.as_deref(), Some("web"));
+}
+
+#[test]
+fn json_object_list_array_and_stream() {
+    let node: Value = serde_saphyr::from_str(NODE).unwrap();
+    let pod: Value = serde_saphyr::from_str(POD).unwrap();
+    let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [node, pod]});
+    let s = snapshot(&list.to_string());
+    assert_eq!((s.nodes.len(), s.pods.len()), (1, 1));
+
+    let stream = format!("{node}\n{pod}\n{pod}");
+    let s = snapshot(&stream);
+    assert_eq!((s.nodes.len(), s.pods.len()), (1, 2));
+
+    let array = serde_json::json!([pod, pod, node]);
+    let s = snapshot(&format!("  {array}"));
+    assert_eq!((s.nodes.len(), s.pods.len()), (1, 2));
+}
+
+#[test]
+fn typed_list_items_may_omit_their_kind() {
+    let json = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "PodList",
+        "items": [{"metadata": {"name": "a", "namespace": "ns"}, "spec": {"containers": []}}]
+    });
+    assert_eq!(snapshot(&json.to_string()).pods.len(), 1);
+    let yaml = "apiVersion: v1\nkind: PodList\nitems:\n- metadata:\n    name: a\n  spec:\n    containers: []\n";
+    assert_eq!(snapshot(yaml).pods.len(), 1);
+}
+
+#[test]
+fn errors_name_document_object_and_field() {
+    let bad_priority = POD.replace(
+        "  nodeName: node-a\n",
+        "  nodeName: node-a\n  priority: high\n",
+    );
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "wrong type",
+            format!("{NODE}---\n{bad_priority}"),
+            "test.yaml: document 2 (Pod default/web): spec.priority: invalid type: string \"high\", expected i32",
+        ),
+        (
+            "malformed quantity in a list item",
+            kubectl_list(&[NODE, &POD.replace("cpu: 500m", "cpu: 5 cores")]),
+            "test.yaml: document 1, item 2 (Pod default/web): spec.containers[\"app\"].resources.requests: resource \"cpu\": invalid quantity \"5 cores\"",
+        ),
+        (
+            "malformed node allocatable",
+            NODE.replace("memory: 32Gi", "memory: lots"),
+            "test.yaml: document 1 (Node node-a): status.allocatable: resource \"memory\": invalid quantity \"lots\"",
+        ),
+        (
+            "missing kind",
+            "metadata:\n  name: x\n".to_string(),
+            "test.yaml: document 1 (<no kind> x): kind: missing",
+        ),
+        (
+            "not an object",
+            format!("{NODE}---\n- 1\n- 2\n"),
+            "test.yaml: document 2, item 1 (<no kind> <no name>): .: not an object",
+        ),
+        (
+            "yaml syntax",
+            format!("{NODE}---\nkind: Pod\n  bad: [\n"),
+            "test.yaml: document 2: not valid YAML:",
+        ),
+        (
+            "json syntax",
+            "{\"kind\": \"Pod\",}".to_string(),
+            "test.yaml: document 1: not valid JSON:",
+        ),
+    ];
+    for (case, text, expected) in cases {
+        let got = error(&text);
+        assert!(
+            got.starts_with(expected),
+            "{case}:\n got: {got}\nwant: {expected}..."
+        );
+    }
+}
+
+#[test]
+fn a_failed_add_leaves_the_snapshot_unchanged() {
+    let mut s = snapshot(NODE);
+    let err = s.add_text(&format!("{POD}---\nkind: Pod\nspec: 3\n"), "more.yaml");
+    assert!(err.is_err());
+    assert_eq!((s.nodes.len(), s.pods.len()), (1, 0));
+    s.add_text(POD, "more.yaml").unwrap();
+    assert_eq!(s.pods.len(), 1);
+}
+
+#[test]
+fn crd_objects_are_typed_and_group_checked() {
+    let text = "apiVersion: slo.koordinator.sh/v1alpha1\nkind: NodeMetric\nmetadata:\n  name: node-a\nspec: {}\n---\napiVersion: other.example.com/v1\nkind: NodeMetric\nmetadata:\n  name: node-a\n";
+    let s = snapshot(text);
+    assert_eq!(s.node_metrics.len(), 1);
+    assert_eq!(
+        s.skipped_kinds,
+        BTreeMap::from([("other.example.com/v1 NodeMetric".to_string(), 1)])
+    );
+}
+
+#[test]
+fn reads_files_and_reports_missing_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dump.yaml");
+    std::fs::write(&path, kubectl_list(&[NODE, POD])).unwrap();
+    let s = Snapshot::load(&path).unwrap();
+    assert_eq!(s.object_count(), 2);
+    let missing = dir.path().join("missing.yaml");
+    let err = Snapshot::load(&missing).unwrap_err().to_string();
+    assert!(
+        err.starts_with(&format!("reading {}: ", missing.display())),
+        "{err}"
+    );
+}
+
+#[test]
+fn many_pieces_decode_in_parallel_in_input_order() {
+    let items: Vec<String> = (0..1500)
+        .map(|i| POD.replace("name: web", &format!("name: web-{i}")))
+        .collect();
+    let refs: Vec<&str> = items.iter().map(String::as_str).collect();
+    let s = snapshot(&kubectl_list(&refs));
+    assert_eq!(s.pods.len(), 1500);
+    for (i, pod) in s.pods.iter().enumerate() {
+        assert_eq!(pod.view.name(), format!("web-{i}"));
+    }
+}
+
+mod split_agrees_with_whole_document_parse {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Strings that stress YAML quoting: colons, dashes, hashes, quotes,
+    /// newlines, leading spaces, things that look like numbers or booleans.
+    fn tricky_string() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[a-z0-9-]{0,12}",
+            Just("- not an item".to_string()),
+            Just("a: b".to_string()),
+            Just("#comment".to_string()),
+            Just("line one\nline two\n  - indented".to_string()),
+            Just("  leading".to_string()),
+            Just("'quoted'".to_string()),
+            Just("\"dq\"".to_string()),
+            Just("true".to_string()),
+            Just("0x1F".to_string()),
+            Just("---".to_string()),
+            Just("items:".to_string()),
+            Just("kind: List".to_string()),
+            "\\PC{0,20}",
+        ]
+    }
+
+    fn pod_value(name: String, labels: Vec<(String, String)>, note: String) -> Value {
+        serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": name,
+                "namespace": "default",
+                "labels": labels.into_iter().collect::<BTreeMap<_, _>>(),
+                "annotations": {"note": note},
+            },
+            "spec": {"containers": [{"name": "c", "args": ["--x", "- y"]}]},
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn same_objects(pods in proptest::collection::vec(
+            ("[a-z]{1,8}", proptest::collection::vec(("[a-z]{1,5}", tricky_string()), 0..3), tricky_string()),
+            1..6,
+        )) {
+            let items: Vec<Value> = pods
+                .into_iter()
+                .map(|(name, labels, note)| pod_value(name, labels, note))
+                .collect();
+            let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items});
+            let yaml = serde_saphyr::to_string(&list).unwrap();
+            let whole: Value = serde_saphyr::from_str(&yaml).unwrap();
+            let doc = split::documents(&yaml).remove(0);
+            if let Some(cut) = split::list_items(doc.text) {
+                let parsed: Vec<Value> = cut
+                    .iter()
+                    .map(|t| serde_saphyr::from_str(t).unwrap())
+                    .collect();
+                prop_assert_eq!(&Value::Array(parsed), &whole["items"]);
+            }
+            let s = Snapshot::parse(&yaml, "prop.yaml").unwrap();
+            let names: Vec<_> = s.pods.iter().map(|p| p.object.metadata.clone()).collect();
+            let expected: Vec<_> = whole["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|i| serde_json::from_value::<Pod>(i.clone()).unwrap().metadata)
+                .collect();
+            prop_assert_eq!(names, expected);
+        }
+    }
+}
