@@ -94,12 +94,10 @@ pub fn qos_level(
     let Some(value) = annotations.and_then(|a| a.get(annotation::KATALYST_QOS_LEVEL)) else {
         return Ok(None);
     };
-    KatalystQoSLevel::parse(value)
-        .map(Some)
-        .ok_or_else(|| KatalystAnnotationError::UnknownLevel {
-            key: annotation::KATALYST_QOS_LEVEL,
-            value: value.clone(),
-        })
+    KatalystQoSLevel::parse(value).map(Some).ok_or_else(|| KatalystAnnotationError::UnknownLevel {
+        key: annotation::KATALYST_QOS_LEVEL,
+        value: value.clone(),
+    })
 }
 
 /// Reads `katalyst.kubewharf.io/memory_enhancement`. Absent means no
@@ -140,10 +138,7 @@ mod tests {
     use super::*;
 
     fn annotations(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
     }
 
     #[test]
@@ -154,29 +149,17 @@ mod tests {
                 Some(r#"{"numa_binding":"true","numa_exclusive":"true"}"#),
                 QoSClass::LSE,
             ),
-            (
-                "dedicated_cores",
-                Some(r#"{"numa_binding":"true"}"#),
-                QoSClass::LSR,
-            ),
+            ("dedicated_cores", Some(r#"{"numa_binding":"true"}"#), QoSClass::LSR),
             (
                 "dedicated_cores",
                 Some(r#"{"numa_binding":"true","numa_exclusive":"false"}"#),
                 QoSClass::LSR,
             ),
             // numa_exclusive without numa_binding means nothing in Katalyst.
-            (
-                "dedicated_cores",
-                Some(r#"{"numa_exclusive":"true"}"#),
-                QoSClass::LSR,
-            ),
+            ("dedicated_cores", Some(r#"{"numa_exclusive":"true"}"#), QoSClass::LSR),
             ("dedicated_cores", None, QoSClass::LSR),
             ("shared_cores", None, QoSClass::LS),
-            (
-                "shared_cores",
-                Some(r#"{"numa_binding":"true"}"#),
-                QoSClass::LS,
-            ),
+            ("shared_cores", Some(r#"{"numa_binding":"true"}"#), QoSClass::LS),
             ("reclaimed_cores", None, QoSClass::BE),
             ("system_cores", None, QoSClass::System),
         ];
@@ -211,8 +194,7 @@ mod tests {
         let a = annotations(&[(annotation::KATALYST_MEMORY_ENHANCEMENT, "numa_binding=true")]);
         let err = memory_enhancement(Some(&a)).unwrap_err();
         assert!(
-            err.to_string()
-                .starts_with("annotation katalyst.kubewharf.io/memory_enhancement:"),
+            err.to_string().starts_with("annotation katalyst.kubewharf.io/memory_enhancement:"),
             "{err}"
         );
     }

@@ -69,10 +69,7 @@ pub fn compute_kube_qos(pod: &Pod) -> KubeQoSClass {
     let Some(spec) = pod.spec.as_ref() else {
         return KubeQoSClass::BestEffort;
     };
-    let containers = spec
-        .containers
-        .iter()
-        .chain(spec.init_containers.iter().flatten());
+    let containers = spec.containers.iter().chain(spec.init_containers.iter().flatten());
 
     let mut requests: BTreeMap<&'static str, i128> = BTreeMap::new();
     let mut limits: BTreeMap<&'static str, i128> = BTreeMap::new();
@@ -89,9 +86,7 @@ pub fn compute_kube_qos(pod: &Pod) -> KubeQoSClass {
         }
         for name in QOS_RESOURCES {
             // API-server defaulting: a missing request equals the limit.
-            let request = container_requests
-                .get(name)
-                .or_else(|| container_limits.get(name));
+            let request = container_requests.get(name).or_else(|| container_limits.get(name));
             if let Some(amount) = request {
                 *requests.entry(name).or_default() += amount;
             }
@@ -131,7 +126,7 @@ fn positive_qos_amounts(container: &Container, side: Side) -> BTreeMap<&'static 
     for name in QOS_RESOURCES {
         let milli = list
             .get(name)
-            .and_then(|q| Quantity::parse(&q.0).ok())
+            .and_then(|q| Quantity::try_from(q).ok())
             .map(|q| i128::from(q.milli_value()));
         if let Some(milli) = milli.filter(|m| *m > 0) {
             amounts.insert(name, milli);
@@ -149,12 +144,7 @@ mod tests {
     fn computes_the_class_from_containers() {
         // (case, containers as (requests, limits), init containers, expected)
         type Res<'a> = &'a [(&'a str, &'a str)];
-        type Case<'a> = (
-            &'a str,
-            &'a [(Res<'a>, Res<'a>)],
-            &'a [(Res<'a>, Res<'a>)],
-            KubeQoSClass,
-        );
+        type Case<'a> = (&'a str, &'a [(Res<'a>, Res<'a>)], &'a [(Res<'a>, Res<'a>)], KubeQoSClass);
         let cases: &[Case] = &[
             ("no resources", &[(&[], &[])], &[], KubeQoSClass::BestEffort),
             (
@@ -163,18 +153,10 @@ mod tests {
                 &[],
                 KubeQoSClass::BestEffort,
             ),
-            (
-                "zero requests",
-                &[(&[("cpu", "0")], &[])],
-                &[],
-                KubeQoSClass::BestEffort,
-            ),
+            ("zero requests", &[(&[("cpu", "0")], &[])], &[], KubeQoSClass::BestEffort),
             (
                 "requests equal limits",
-                &[(
-                    &[("cpu", "1"), ("memory", "1Gi")],
-                    &[("cpu", "1000m"), ("memory", "1Gi")],
-                )],
+                &[(&[("cpu", "1"), ("memory", "1Gi")], &[("cpu", "1000m"), ("memory", "1Gi")])],
                 &[],
                 KubeQoSClass::Guaranteed,
             ),
@@ -186,31 +168,15 @@ mod tests {
             ),
             (
                 "requests below limits",
-                &[(
-                    &[("cpu", "500m"), ("memory", "1Gi")],
-                    &[("cpu", "1"), ("memory", "1Gi")],
-                )],
+                &[(&[("cpu", "500m"), ("memory", "1Gi")], &[("cpu", "1"), ("memory", "1Gi")])],
                 &[],
                 KubeQoSClass::Burstable,
             ),
-            (
-                "cpu limit only",
-                &[(&[], &[("cpu", "1")])],
-                &[],
-                KubeQoSClass::Burstable,
-            ),
-            (
-                "requests only",
-                &[(&[("memory", "64Mi")], &[])],
-                &[],
-                KubeQoSClass::Burstable,
-            ),
+            ("cpu limit only", &[(&[], &[("cpu", "1")])], &[], KubeQoSClass::Burstable),
+            ("requests only", &[(&[("memory", "64Mi")], &[])], &[], KubeQoSClass::Burstable),
             (
                 "one container guaranteed, the other not",
-                &[
-                    (&[], &[("cpu", "1"), ("memory", "1Gi")]),
-                    (&[("cpu", "100m")], &[]),
-                ],
+                &[(&[], &[("cpu", "1"), ("memory", "1Gi")]), (&[("cpu", "100m")], &[])],
                 &[],
                 KubeQoSClass::Burstable,
             ),

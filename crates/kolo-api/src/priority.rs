@@ -33,12 +33,8 @@ pub enum PriorityClass {
 
 impl PriorityClass {
     /// The four named classes, highest first.
-    pub const NAMED: [PriorityClass; 4] = [
-        PriorityClass::Prod,
-        PriorityClass::Mid,
-        PriorityClass::Batch,
-        PriorityClass::Free,
-    ];
+    pub const NAMED: [PriorityClass; 4] =
+        [PriorityClass::Prod, PriorityClass::Mid, PriorityClass::Batch, PriorityClass::Free];
 
     /// The class name (`""` for [`PriorityClass::None`]).
     pub fn as_str(self) -> &'static str {
@@ -111,11 +107,7 @@ impl PriorityClass {
 
 impl fmt::Display for PriorityClass {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(if *self == PriorityClass::None {
-            "None"
-        } else {
-            self.as_str()
-        })
+        f.write_str(if *self == PriorityClass::None { "None" } else { self.as_str() })
     }
 }
 
@@ -139,12 +131,7 @@ impl FromStr for PriorityClass {
 /// else the band of `spec.priority` (nil or out of every band gives None).
 /// The admission rules of spec §4.4 judge this raw value.
 pub fn raw_priority_class(pod: &Pod) -> PriorityClass {
-    if let Some(name) = pod
-        .metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(label::PRIORITY_CLASS))
-    {
+    if let Some(name) = pod.metadata.labels.as_ref().and_then(|l| l.get(label::PRIORITY_CLASS)) {
         return PriorityClass::from_name(name);
     }
     pod.spec
@@ -156,8 +143,14 @@ pub fn raw_priority_class(pod: &Pod) -> PriorityClass {
 /// The pod's priority class "with default": the raw class, or when that is
 /// None, the class derived from the pod's QoS class "with default".
 pub fn resolve_priority(pod: &Pod) -> PriorityClass {
+    resolve_priority_with_qos(pod, resolve_qos)
+}
+
+/// [`resolve_priority`] for a caller that may already know the pod's QoS
+/// class: `qos` is only called when the raw class is None.
+pub fn resolve_priority_with_qos(pod: &Pod, qos: impl FnOnce(&Pod) -> QoSClass) -> PriorityClass {
     match raw_priority_class(pod) {
-        PriorityClass::None => PriorityClass::from_qos(resolve_qos(pod)),
+        PriorityClass::None => PriorityClass::from_qos(qos(pod)),
         class => class,
     }
 }
@@ -165,22 +158,22 @@ pub fn resolve_priority(pod: &Pod) -> PriorityClass {
 /// The pod's priority value "with default": `spec.priority` when set and not
 /// zero, else the default value of its priority class "with default".
 pub fn priority_value(pod: &Pod) -> i32 {
+    priority_value_for_class(pod, resolve_priority(pod))
+}
+
+/// [`priority_value`] for a caller that already resolved the pod's priority
+/// class "with default".
+pub fn priority_value_for_class(pod: &Pod, class: PriorityClass) -> i32 {
     match pod.spec.as_ref().and_then(|s| s.priority) {
         Some(p) if p != 0 => p,
-        _ => resolve_priority(pod).default_priority(),
+        _ => class.default_priority(),
     }
 }
 
 /// The pod's sub-priority (`koordinator.sh/priority` label) if it is a valid
 /// `int32`; `None` when absent or malformed.
 pub fn sub_priority(pod: &Pod) -> Option<i32> {
-    pod.metadata
-        .labels
-        .as_ref()?
-        .get(label::SUB_PRIORITY)?
-        .trim()
-        .parse()
-        .ok()
+    pod.metadata.labels.as_ref()?.get(label::SUB_PRIORITY)?.trim().parse().ok()
 }
 
 #[cfg(test)]
@@ -222,14 +215,8 @@ mod tests {
 
     #[test]
     fn resource_translation_by_class() {
-        assert_eq!(
-            PriorityClass::Prod.cpu_memory_resource_names(),
-            Some(("cpu", "memory"))
-        );
-        assert_eq!(
-            PriorityClass::None.cpu_memory_resource_names(),
-            Some(("cpu", "memory"))
-        );
+        assert_eq!(PriorityClass::Prod.cpu_memory_resource_names(), Some(("cpu", "memory")));
+        assert_eq!(PriorityClass::None.cpu_memory_resource_names(), Some(("cpu", "memory")));
         assert_eq!(
             PriorityClass::Batch.cpu_memory_resource_names(),
             Some(("kubernetes.io/batch-cpu", "kubernetes.io/batch-memory"))
@@ -272,17 +259,7 @@ mod tests {
                 P::Prod,
                 9500,
             ),
-            (
-                "label mid",
-                Some("koord-mid"),
-                None,
-                None,
-                None,
-                &best_effort,
-                P::Mid,
-                P::Mid,
-                7500,
-            ),
+            ("label mid", Some("koord-mid"), None, None, None, &best_effort, P::Mid, P::Mid, 7500),
             (
                 "label free",
                 Some("koord-free"),
@@ -306,50 +283,10 @@ mod tests {
                 P::Prod,
                 5500,
             ),
-            (
-                "band prod",
-                None,
-                Some(9000),
-                None,
-                None,
-                &best_effort,
-                P::Prod,
-                P::Prod,
-                9000,
-            ),
-            (
-                "band mid",
-                None,
-                Some(7999),
-                None,
-                None,
-                &best_effort,
-                P::Mid,
-                P::Mid,
-                7999,
-            ),
-            (
-                "band batch",
-                None,
-                Some(5100),
-                None,
-                None,
-                &guaranteed,
-                P::Batch,
-                P::Batch,
-                5100,
-            ),
-            (
-                "band free",
-                None,
-                Some(3001),
-                None,
-                None,
-                &guaranteed,
-                P::Free,
-                P::Free,
-                3001,
-            ),
+            ("band prod", None, Some(9000), None, None, &best_effort, P::Prod, P::Prod, 9000),
+            ("band mid", None, Some(7999), None, None, &best_effort, P::Mid, P::Mid, 7999),
+            ("band batch", None, Some(5100), None, None, &guaranteed, P::Batch, P::Batch, 5100),
+            ("band free", None, Some(3001), None, None, &guaranteed, P::Free, P::Free, 3001),
             (
                 "out of band, burstable",
                 None,
@@ -513,16 +450,9 @@ mod tests {
             if let Some(v) = qos_label {
                 labels.push((label::QOS_CLASS, v));
             }
-            let annotations: Vec<_> = level
-                .map(|v| (annotation::KATALYST_QOS_LEVEL, v))
-                .into_iter()
-                .collect();
-            let pod = with_meta(
-                pod_with(vec![c.clone()], vec![]),
-                &labels,
-                &annotations,
-                priority,
-            );
+            let annotations: Vec<_> =
+                level.map(|v| (annotation::KATALYST_QOS_LEVEL, v)).into_iter().collect();
+            let pod = with_meta(pod_with(vec![c.clone()], vec![]), &labels, &annotations, priority);
             assert_eq!(raw_priority_class(&pod), raw, "{case}: raw");
             assert_eq!(resolve_priority(&pod), with_default, "{case}: with default");
             assert_eq!(priority_value(&pod), value, "{case}: value");
@@ -533,12 +463,7 @@ mod tests {
     fn sub_priority_label() {
         let base = pod_with(vec![container(&[], &[])], vec![]);
         assert_eq!(sub_priority(&base), Option::None);
-        let pod = with_meta(
-            base.clone(),
-            &[(label::SUB_PRIORITY, "1200")],
-            &[],
-            Option::None,
-        );
+        let pod = with_meta(base.clone(), &[(label::SUB_PRIORITY, "1200")], &[], Option::None);
         assert_eq!(sub_priority(&pod), Some(1200));
         let pod = with_meta(base, &[(label::SUB_PRIORITY, "high")], &[], Option::None);
         assert_eq!(sub_priority(&pod), Option::None);

@@ -48,13 +48,8 @@ pub enum QoSClass {
 
 impl QoSClass {
     /// Every class that a label can name, in the label's spelling order.
-    pub const ALL: [QoSClass; 5] = [
-        QoSClass::LSE,
-        QoSClass::LSR,
-        QoSClass::LS,
-        QoSClass::BE,
-        QoSClass::System,
-    ];
+    pub const ALL: [QoSClass; 5] =
+        [QoSClass::LSE, QoSClass::LSR, QoSClass::LS, QoSClass::BE, QoSClass::System];
 
     /// The `koordinator.sh/qosClass` label value (`""` for [`QoSClass::None`]).
     pub fn as_str(self) -> &'static str {
@@ -86,11 +81,7 @@ impl QoSClass {
 
 impl fmt::Display for QoSClass {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(if *self == QoSClass::None {
-            "None"
-        } else {
-            self.as_str()
-        })
+        f.write_str(if *self == QoSClass::None { "None" } else { self.as_str() })
     }
 }
 
@@ -146,9 +137,7 @@ pub fn raw_qos_label(pod: &Pod) -> QoSClass {
 pub fn resolve_qos_explained(pod: &Pod) -> QoSResolution {
     let annotations = pod.metadata.annotations.as_ref();
     let katalyst = katalyst::qos_level(annotations).and_then(|level| {
-        level
-            .map(|level| katalyst::memory_enhancement(annotations).map(|m| (level, m)))
-            .transpose()
+        level.map(|level| katalyst::memory_enhancement(annotations).map(|m| (level, m))).transpose()
     });
     let ignored = match katalyst {
         Ok(Some((level, memory))) => {
@@ -162,17 +151,10 @@ pub fn resolve_qos_explained(pod: &Pod) -> QoSResolution {
         Err(e) => Some(e),
     };
     let (class, source) = match raw_qos_label(pod) {
-        QoSClass::None => (
-            QoSClass::from_kube_qos(kube_qos(pod)),
-            QoSSource::KubernetesDefault,
-        ),
+        QoSClass::None => (QoSClass::from_kube_qos(kube_qos(pod)), QoSSource::KubernetesDefault),
         class => (class, QoSSource::KoordinatorLabel),
     };
-    QoSResolution {
-        class,
-        source,
-        ignored,
-    }
+    QoSResolution { class, source, ignored }
 }
 
 /// The pod's QoS class "with default" (see the module docs for the order).
@@ -237,24 +219,8 @@ mod tests {
                 QoSClass::BE,
                 KubernetesDefault,
             ),
-            (
-                "label LSE",
-                Some("LSE"),
-                None,
-                None,
-                &guaranteed,
-                QoSClass::LSE,
-                KoordinatorLabel,
-            ),
-            (
-                "label LSR",
-                Some("LSR"),
-                None,
-                None,
-                &guaranteed,
-                QoSClass::LSR,
-                KoordinatorLabel,
-            ),
+            ("label LSE", Some("LSE"), None, None, &guaranteed, QoSClass::LSE, KoordinatorLabel),
+            ("label LSR", Some("LSR"), None, None, &guaranteed, QoSClass::LSR, KoordinatorLabel),
             (
                 "label LS on guaranteed",
                 Some("LS"),
@@ -412,22 +378,12 @@ mod tests {
             if let Some(v) = memory {
                 annotations.push((annotation::KATALYST_MEMORY_ENHANCEMENT, v));
             }
-            let pod = with_meta(
-                pod_with(vec![c.clone()], vec![]),
-                &labels,
-                &annotations,
-                None,
-            );
+            let pod = with_meta(pod_with(vec![c.clone()], vec![]), &labels, &annotations, None);
             let got = resolve_qos_explained(&pod);
             assert_eq!((got.class, got.source), (expected, source), "{case}");
             let should_report =
                 case.starts_with("unknown katalyst") || case.starts_with("malformed");
-            assert_eq!(
-                got.ignored.is_some(),
-                should_report,
-                "{case}: {:?}",
-                got.ignored
-            );
+            assert_eq!(got.ignored.is_some(), should_report, "{case}: {:?}", got.ignored);
             assert_eq!(resolve_qos(&pod), expected, "{case}");
         }
     }

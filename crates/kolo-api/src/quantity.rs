@@ -170,10 +170,7 @@ fn quote(text: &str) -> String {
 }
 
 fn invalid(input: &str, reason: &'static str) -> QuantityError {
-    QuantityError::Invalid {
-        input: quote(input),
-        reason,
-    }
+    QuantityError::Invalid { input: quote(input), reason }
 }
 
 /// An exact Kubernetes quantity: an amount and the [`Format`] to print it in.
@@ -198,20 +195,11 @@ enum Multiplier {
 
 impl Quantity {
     /// Zero, in [`Format::DecimalSI`].
-    pub const ZERO: Quantity = Quantity {
-        nanos: 0,
-        format: Format::DecimalSI,
-    };
+    pub const ZERO: Quantity = Quantity { nanos: 0, format: Format::DecimalSI };
     /// The largest quantity: 10^29 - 1n, in [`Format::DecimalSI`].
-    pub const MAX: Quantity = Quantity {
-        nanos: MAX_NANOS,
-        format: Format::DecimalSI,
-    };
+    pub const MAX: Quantity = Quantity { nanos: MAX_NANOS, format: Format::DecimalSI };
     /// The smallest (most negative) quantity: -(10^29 - 1n), in [`Format::DecimalSI`].
-    pub const MIN: Quantity = Quantity {
-        nanos: -MAX_NANOS,
-        format: Format::DecimalSI,
-    };
+    pub const MIN: Quantity = Quantity { nanos: -MAX_NANOS, format: Format::DecimalSI };
 
     /// Parses a quantity exactly; see the [module documentation](self).
     ///
@@ -271,20 +259,14 @@ impl Quantity {
         let suffix = &input[suffix_start..];
         let multiplier = interpret_suffix(input, suffix)?;
 
-        let digits: Vec<u8> = whole
-            .iter()
-            .chain(fraction)
-            .skip_while(|&&d| d == b'0')
-            .map(|&d| d - b'0')
-            .collect();
+        let digits: Vec<u8> =
+            whole.iter().chain(fraction).skip_while(|&&d| d == b'0').map(|&d| d - b'0').collect();
         // Power of ten that turns `digits` into nano-units, before the suffix.
         let nano_power = 9 - fraction.len() as i128;
         let (magnitude, format) = match multiplier {
             Multiplier::Decimal(exponent, format) => {
                 let magnitude = nanos_from_digits(&digits, nano_power + i128::from(exponent))
-                    .ok_or_else(|| QuantityError::OutOfRange {
-                        input: quote(input),
-                    })?;
+                    .ok_or_else(|| QuantityError::OutOfRange { input: quote(input) })?;
                 (magnitude, format)
             }
             Multiplier::Binary(power) => {
@@ -331,9 +313,7 @@ impl Quantity {
                 div_away_from_zero(self.nanos, 10i128.pow(power as u32))
             }
         } else {
-            let factor = u32::try_from(-power)
-                .ok()
-                .and_then(|p| 10i128.checked_pow(p));
+            let factor = u32::try_from(-power).ok().and_then(|p| 10i128.checked_pow(p));
             match factor.and_then(|f| self.nanos.checked_mul(f)) {
                 Some(scaled) => scaled,
                 None => self.nanos.signum() * i128::MAX,
@@ -344,26 +324,18 @@ impl Quantity {
 
     /// A quantity of `milli` thousandths, in [`Format::DecimalSI`].
     pub fn from_milli(milli: i64) -> Self {
-        Quantity {
-            nanos: i128::from(milli) * 1_000_000,
-            format: Format::DecimalSI,
-        }
+        Quantity { nanos: i128::from(milli) * 1_000_000, format: Format::DecimalSI }
     }
 
     /// A quantity of `value` whole units in the given format.
     pub fn from_value(value: i64, format: Format) -> Self {
-        Quantity {
-            nanos: i128::from(value) * NANOS_PER_UNIT,
-            format,
-        }
+        Quantity { nanos: i128::from(value) * NANOS_PER_UNIT, format }
     }
 
     /// A quantity of `nanos` nano-units in the given format, or `None` when
     /// the magnitude is 10^29 units or more.
     pub fn from_nanos(nanos: i128, format: Format) -> Option<Self> {
-        (-MAX_NANOS..=MAX_NANOS)
-            .contains(&nanos)
-            .then_some(Quantity { nanos, format })
+        (-MAX_NANOS..=MAX_NANOS).contains(&nanos).then_some(Quantity { nanos, format })
     }
 
     /// The exact amount in nano-units (every quantity is a whole number of them).
@@ -401,11 +373,7 @@ impl Quantity {
     /// As in Kubernetes' `Add`, the result keeps `self`'s format unless `self`
     /// is zero, in which case it takes `rhs`'s.
     pub fn checked_add(&self, rhs: &Quantity) -> Option<Quantity> {
-        let format = if self.is_zero() {
-            rhs.format
-        } else {
-            self.format
-        };
+        let format = if self.is_zero() { rhs.format } else { self.format };
         Quantity::from_nanos(self.nanos + rhs.nanos, format)
     }
 
@@ -483,9 +451,7 @@ fn parse_exponent(input: &str, text: &str) -> Result<Option<i64>, QuantityError>
         }
     }
     let value = if negative { -value } else { value };
-    i64::try_from(value)
-        .map(Some)
-        .map_err(|_| invalid(input, "exponent out of range"))
+    i64::try_from(value).map(Some).map_err(|_| invalid(input, "exponent out of range"))
 }
 
 /// `digits` (big-endian decimal digit values) × 2^`shift`, as digits.
@@ -539,19 +505,13 @@ fn nanos_from_digits(digits: &[u8], power: i128) -> Option<i128> {
 
 /// The value of at most 38 big-endian decimal digits.
 fn digits_value(digits: &[u8]) -> Option<i128> {
-    digits.iter().try_fold(0i128, |acc, &d| {
-        acc.checked_mul(10)?.checked_add(i128::from(d))
-    })
+    digits.iter().try_fold(0i128, |acc, &d| acc.checked_mul(10)?.checked_add(i128::from(d)))
 }
 
 /// `n / d` rounded away from zero; `d > 0`.
 fn div_away_from_zero(n: i128, d: i128) -> i128 {
     let quotient = n / d;
-    if n % d == 0 {
-        quotient
-    } else {
-        quotient + n.signum()
-    }
+    if n % d == 0 { quotient } else { quotient + n.signum() }
 }
 
 fn saturate_i64(value: i128) -> i64 {
@@ -616,10 +576,7 @@ impl fmt::Display for Quantity {
 
 impl fmt::Debug for Quantity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("Quantity")
-            .field(&format_args!("{self}"))
-            .field(&self.format)
-            .finish()
+        f.debug_tuple("Quantity").field(&format_args!("{self}")).field(&self.format).finish()
     }
 }
 
@@ -669,10 +626,7 @@ impl Neg for Quantity {
 
     /// The opposite amount, in the same format (the range is symmetric).
     fn neg(self) -> Quantity {
-        Quantity {
-            nanos: -self.nanos,
-            format: self.format,
-        }
+        Quantity { nanos: -self.nanos, format: self.format }
     }
 }
 
@@ -744,11 +698,7 @@ impl QuantityVisitor {
         value
             .checked_mul(NANOS_PER_UNIT)
             .and_then(|nanos| Quantity::from_nanos(nanos, Format::DecimalSI))
-            .ok_or_else(|| {
-                E::custom(QuantityError::OutOfRange {
-                    input: value.to_string(),
-                })
-            })
+            .ok_or_else(|| E::custom(QuantityError::OutOfRange { input: value.to_string() }))
     }
 }
 
@@ -784,9 +734,7 @@ impl serde::de::Visitor<'_> for QuantityVisitor {
     fn visit_u128<E: serde::de::Error>(self, v: u128) -> Result<Quantity, E> {
         match i128::try_from(v) {
             Ok(v) => Self::integer(v),
-            Err(_) => Err(E::custom(QuantityError::OutOfRange {
-                input: v.to_string(),
-            })),
+            Err(_) => Err(E::custom(QuantityError::OutOfRange { input: v.to_string() })),
         }
     }
 
@@ -829,11 +777,7 @@ mod tests {
     }
 
     fn nanos(units: i128, scale: i32) -> i128 {
-        if scale >= -9 {
-            units * 10i128.pow((scale + 9) as u32)
-        } else {
-            panic!("finer than nano")
-        }
+        if scale >= -9 { units * 10i128.pow((scale + 9) as u32) } else { panic!("finer than nano") }
     }
 
     /// input, amount (mantissa, power of ten), format after parsing.
@@ -949,12 +893,7 @@ mod tests {
         ("8Ei", i64::MAX as i128, 0, BinarySI),
         ("9Ei", i64::MAX as i128, 0, BinarySI),
         ("9223372036854775807Ki", i64::MAX as i128, 0, BinarySI),
-        (
-            "100000000000000000000000000000000000000000Ei",
-            i64::MAX as i128,
-            0,
-            BinarySI,
-        ),
+        ("100000000000000000000000000000000000000000Ei", i64::MAX as i128, 0, BinarySI),
         ("7.99999Ei", 922336050763972973953024, -5, BinarySI),
         // Fractional binary quantities.
         ("100.035Ki", 10243584, -2, BinarySI),
@@ -1036,14 +975,8 @@ mod tests {
             ("1e9223372036854775808", r#"exponent out of range"#),
             ("0e-9223372036854775809", r#"exponent out of range"#),
             ("1e29", r#"magnitude out of range (must be below 1e29)"#),
-            (
-                "100000000000E",
-                r#"magnitude out of range (must be below 1e29)"#,
-            ),
-            (
-                "1e4294967296",
-                r#"magnitude out of range (must be below 1e29)"#,
-            ),
+            ("100000000000E", r#"magnitude out of range (must be below 1e29)"#),
+            ("1e4294967296", r#"magnitude out of range (must be below 1e29)"#),
         ];
         for &(input, reason) in cases {
             let err = Quantity::parse(input).expect_err(input);
@@ -1060,10 +993,7 @@ mod tests {
         let err = Quantity::parse(&long).unwrap_err();
         let expected_input = format!("1{}...", "0".repeat(63));
         assert_eq!(err.input(), expected_input);
-        assert!(
-            err.to_string()
-                .starts_with(&format!("invalid quantity {expected_input:?}"))
-        );
+        assert!(err.to_string().starts_with(&format!("invalid quantity {expected_input:?}")));
     }
 
     #[test]
@@ -1077,17 +1007,11 @@ mod tests {
             Quantity::parse("99999999999999999999999999999.9999999991"),
             Err(QuantityError::OutOfRange { .. })
         ));
-        assert!(matches!(
-            Quantity::parse("-1e29"),
-            Err(QuantityError::OutOfRange { .. })
-        ));
+        assert!(matches!(Quantity::parse("-1e29"), Err(QuantityError::OutOfRange { .. })));
         assert_eq!(q("9.9999e28").as_nanos(), 99999 * 10i128.pow(33));
         assert!(Quantity::from_nanos(MAX_NANOS + 1, DecimalSI).is_none());
         assert!(Quantity::from_nanos(-MAX_NANOS - 1, DecimalSI).is_none());
-        assert_eq!(
-            Quantity::from_nanos(-MAX_NANOS, BinarySI).unwrap(),
-            Quantity::MIN
-        );
+        assert_eq!(Quantity::from_nanos(-MAX_NANOS, BinarySI).unwrap(), Quantity::MIN);
         assert_eq!(Quantity::MAX.checked_add(&q("1n")), None);
         assert_eq!(Quantity::MIN.checked_sub(&q("1n")), None);
     }
@@ -1105,10 +1029,7 @@ mod tests {
         assert_eq!(q("1e-9223372036854775808").as_nanos(), 1);
         let exponent = format!("1e{}", "0".repeat(1_000_000));
         assert_eq!(q(&exponent).value(), 1);
-        assert_eq!(
-            q(&format!("1{}e-1000000", "0".repeat(1_000_000))).value(),
-            1
-        );
+        assert_eq!(q(&format!("1{}e-1000000", "0".repeat(1_000_000))).value(), 1);
     }
 
     #[test]
@@ -1281,11 +1202,7 @@ mod tests {
         for from in scales {
             for to in scales {
                 let quantity = Quantity::from_nanos(nanos(1, from), DecimalSI).unwrap();
-                let expected = if from >= to {
-                    10i64.pow((from - to) as u32)
-                } else {
-                    1
-                };
+                let expected = if from >= to { 10i64.pow((from - to) as u32) } else { 1 };
                 assert_eq!(quantity.scaled_value(to), expected, "1e{from} at 1e{to}");
             }
         }
@@ -1353,7 +1270,7 @@ mod tests {
             q.hash(&mut hasher);
             hasher.finish()
         };
-        let equal = ["1", "1000m", "1e0", "0.001k", "1000000000n", "+1.000"];
+        let equal = ["1", "1000m", "1e0", "0.001k", "1000000000n", "+1.000", "0.0009765625Ki"];
         for a in equal {
             for b in equal {
                 assert_eq!(q(a), q(b), "{a} == {b}");
@@ -1386,15 +1303,9 @@ mod tests {
         assert_eq!(Quantity::default(), Quantity::ZERO);
         assert_eq!(Quantity::default().to_string(), "0");
         assert_eq!(q("1.5Gi").with_format(DecimalSI).to_string(), "1610612736");
-        assert_eq!(
-            q("1500m").with_format(DecimalExponent).to_string(),
-            "1500e-3"
-        );
+        assert_eq!(q("1500m").with_format(DecimalExponent).to_string(), "1500e-3");
         let sum = q("0").checked_add(&q("1Gi")).unwrap();
-        assert_eq!(
-            (sum.to_string(), sum.format()),
-            ("1Gi".to_owned(), BinarySI)
-        );
+        assert_eq!((sum.to_string(), sum.format()), ("1Gi".to_owned(), BinarySI));
         let sum = q("100m").checked_add(&q("1Ki")).unwrap();
         assert_eq!(sum.to_string(), "1024100m");
         let difference = q("1Gi").checked_sub(&q("512Mi")).unwrap();
@@ -1413,14 +1324,8 @@ mod tests {
         assert_eq!(parse_value(&K8sQuantity(" 2Gi\n".to_owned())), Ok(2 << 30));
         assert_eq!(parse_milli(&K8sQuantity("0.1m".to_owned())), Ok(1));
         let err = parse_milli(&K8sQuantity("12Qi".to_owned())).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            r#"invalid quantity "12Qi": unknown suffix "Qi""#
-        );
-        assert_eq!(
-            K8sQuantity::from(q("1.5Gi")),
-            K8sQuantity("1536Mi".to_owned())
-        );
+        assert_eq!(err.to_string(), r#"invalid quantity "12Qi": unknown suffix "Qi""#);
+        assert_eq!(K8sQuantity::from(q("1.5Gi")), K8sQuantity("1536Mi".to_owned()));
         assert_eq!(K8sQuantity::from(&q("1000")), K8sQuantity("1k".to_owned()));
     }
 
@@ -1451,10 +1356,7 @@ mod tests {
             assert!(serde_json::from_str::<Quantity>(json).is_err(), "{json}");
         }
         let err = serde_json::from_str::<Quantity>(r#""12Qi""#).unwrap_err();
-        assert!(
-            err.to_string().contains(r#"invalid quantity "12Qi""#),
-            "{err}"
-        );
+        assert!(err.to_string().contains(r#"invalid quantity "12Qi""#), "{err}");
     }
 
     #[test]

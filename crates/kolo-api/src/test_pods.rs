@@ -6,12 +6,8 @@ use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 fn resource_list(pairs: &[(&str, &str)]) -> Option<BTreeMap<String, Quantity>> {
-    (!pairs.is_empty()).then(|| {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), Quantity(v.to_string())))
-            .collect()
-    })
+    (!pairs.is_empty())
+        .then(|| pairs.iter().map(|(k, v)| (k.to_string(), Quantity(v.to_string()))).collect())
 }
 
 /// A container with the given requests and limits.
@@ -47,12 +43,8 @@ pub fn with_meta(
     priority: Option<i32>,
 ) -> Pod {
     let map = |pairs: &[(&str, &str)]| {
-        (!pairs.is_empty()).then(|| {
-            pairs
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect()
-        })
+        (!pairs.is_empty())
+            .then(|| pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
     };
     pod.metadata.labels = map(labels);
     pod.metadata.annotations = map(annotations);

@@ -19,9 +19,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 fn fixture(name: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name);
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -71,9 +69,7 @@ fn load<T: DeserializeOwned + Serialize + PartialEq + std::fmt::Debug>(name: &st
 
 fn q(list: Option<&ResourceList>, name: &str) -> String {
     let list = list.expect("resource list present");
-    list.get(name)
-        .map(|Quantity(s)| s.clone())
-        .unwrap_or_else(|| panic!("no {name} in {list:?}"))
+    list.get(name).map(|Quantity(s)| s.clone()).unwrap_or_else(|| panic!("no {name} in {list:?}"))
 }
 
 #[test]
@@ -82,10 +78,7 @@ fn all_fixtures_round_trip() {
     let table: &[(&str, &str)] = &[
         ("nodemetric-master-01.yaml", "NodeMetric"),
         ("nodeslo-node-1.yaml", "NodeSLO"),
-        (
-            "clustercolocationprofile-colocation-profile-example.yaml",
-            "ClusterColocationProfile",
-        ),
+        ("clustercolocationprofile-colocation-profile-example.yaml", "ClusterColocationProfile"),
         ("reservation-reservation-demo.yaml", "Reservation"),
         ("podmigrationjob-migrate-demo.yaml", "PodMigrationJob"),
         ("device-node-1.yaml", "Device"),
@@ -146,10 +139,7 @@ fn node_slo_fields() {
     assert_eq!(slo.metadata.name.as_deref(), Some("node-1"));
     let spec = &slo.spec;
 
-    let t = spec
-        .resource_used_threshold_with_be
-        .as_ref()
-        .expect("resourceUsedThresholdWithBE");
+    let t = spec.resource_used_threshold_with_be.as_ref().expect("resourceUsedThresholdWithBE");
     assert_eq!(t.enable, Some(true));
     assert_eq!(t.cpu_suppress_threshold_percent, Some(65));
     assert_eq!(t.cpu_suppress_policy.as_deref(), Some("cpuset"));
@@ -163,10 +153,7 @@ fn node_slo_fields() {
     assert_eq!(t.allocatable_evict_priority_threshold, Some(5999));
     assert_eq!(t.memory_allocatable_evict_threshold_percent, Some(110));
 
-    let qos = spec
-        .resource_qos_strategy
-        .as_ref()
-        .expect("resourceQOSStrategy");
+    let qos = spec.resource_qos_strategy.as_ref().expect("resourceQOSStrategy");
     let policies = qos.policies.as_ref().unwrap();
     assert_eq!(policies.cpu_policy.as_deref(), Some("groupIdentity"));
     assert_eq!(policies.net_qos_policy.as_deref(), Some("tc"));
@@ -179,21 +166,14 @@ fn node_slo_fields() {
     ];
     for (name, class, group_identity, wmark_min_adj, cat_end) in classes {
         let class = class.unwrap_or_else(|| panic!("{name} class"));
-        assert_eq!(
-            class.cpu_qos.as_ref().and_then(|c| c.group_identity),
-            group_identity,
-            "{name}"
-        );
+        assert_eq!(class.cpu_qos.as_ref().and_then(|c| c.group_identity), group_identity, "{name}");
         assert_eq!(
             class.memory_qos.as_ref().and_then(|m| m.wmark_min_adj),
             wmark_min_adj,
             "{name}"
         );
         assert_eq!(
-            class
-                .resctrl_qos
-                .as_ref()
-                .and_then(|r| r.cat_range_end_percent),
+            class.resctrl_qos.as_ref().and_then(|r| r.cat_range_end_percent),
             cat_end,
             "{name}"
         );
@@ -206,24 +186,12 @@ fn node_slo_fields() {
     let blocks = be.blkio_qos.as_ref().unwrap().blocks.as_ref().unwrap();
     assert_eq!(blocks[0].block_type.as_deref(), Some("device"));
     assert_eq!(blocks[0].io_cfg.as_ref().unwrap().read_iops, Some(2048));
-    assert_eq!(
-        blocks[1].io_cfg,
-        Some(Default::default()),
-        "an empty ioCfg is kept"
-    );
-    let root_io = qos
-        .cgroup_root
-        .as_ref()
-        .unwrap()
-        .blkio_qos
-        .as_ref()
-        .unwrap()
-        .blocks
-        .as_ref()
-        .unwrap()[0]
-        .io_cfg
-        .as_ref()
-        .unwrap();
+    assert_eq!(blocks[1].io_cfg, Some(Default::default()), "an empty ioCfg is kept");
+    let root_io =
+        qos.cgroup_root.as_ref().unwrap().blkio_qos.as_ref().unwrap().blocks.as_ref().unwrap()[0]
+            .io_cfg
+            .as_ref()
+            .unwrap();
     assert_eq!(root_io.model_read_rand_iops, Some(168274));
     assert_eq!(root_io.enable_user_model, Some(true));
 
@@ -237,14 +205,7 @@ fn node_slo_fields() {
     assert_eq!(system.total_network_bandwidth, Some(Quantity("10G".into())));
     assert_eq!(system.memcg_reap_background, Some(0));
     assert_eq!(system.sched_idle_saver_wmark, Some(5_000_000));
-    assert_eq!(
-        system
-            .sched_features
-            .as_ref()
-            .unwrap()
-            .get("ID_ABSOLUTE_EXPEL"),
-        Some(&true)
-    );
+    assert_eq!(system.sched_features.as_ref().unwrap().get("ID_ABSOLUTE_EXPEL"), Some(&true));
 
     let extensions = spec.extensions.as_ref().expect("extensions");
     assert_eq!(extensions["vendor.example.com/knob"], 7);
@@ -252,10 +213,7 @@ fn node_slo_fields() {
     let app = &spec.host_applications.as_ref().unwrap()[0];
     assert_eq!(app.name.as_deref(), Some("nginx"));
     assert_eq!(app.qos.as_deref(), Some("LS"));
-    assert_eq!(
-        app.cgroup_path.as_ref().unwrap().base.as_deref(),
-        Some("CgroupRoot")
-    );
+    assert_eq!(app.cgroup_path.as_ref().unwrap().base.as_deref(), Some("CgroupRoot"));
     assert!(slo.status.is_some());
 }
 
@@ -269,38 +227,17 @@ fn colocation_profile_fields() {
     assert_eq!(spec.koordinator_priority, Some(1000));
     assert_eq!(spec.probability, Some(IntOrString::String("50%".into())));
     assert_eq!(spec.scheduler_name.as_deref(), Some("koord-scheduler"));
-    let ns = spec
-        .namespace_selector
-        .as_ref()
-        .unwrap()
-        .match_labels
-        .as_ref()
-        .unwrap();
+    let ns = spec.namespace_selector.as_ref().unwrap().match_labels.as_ref().unwrap();
     assert_eq!(ns["koordinator.sh/enable-colocation"], "true");
-    let exprs = spec
-        .selector
-        .as_ref()
-        .unwrap()
-        .match_expressions
-        .as_ref()
-        .unwrap();
-    assert_eq!(
-        exprs[0].values.as_deref(),
-        Some(&["spark".to_string(), "flink".to_string()][..])
-    );
+    let exprs = spec.selector.as_ref().unwrap().match_expressions.as_ref().unwrap();
+    assert_eq!(exprs[0].values.as_deref(), Some(&["spark".to_string(), "flink".to_string()][..]));
     assert_eq!(
         spec.label_keys_mapping.as_ref().unwrap()["app.example.com/tier"],
         "koordinator.sh/tier"
     );
-    assert_eq!(
-        spec.label_suffixes.as_ref().unwrap()["app.example.com/pool"],
-        "-batch"
-    );
+    assert_eq!(spec.label_suffixes.as_ref().unwrap()["app.example.com/pool"], "-batch");
     let patch = spec.patch.as_ref().unwrap();
-    assert_eq!(
-        patch["spec"]["tolerations"][0]["key"],
-        "koordinator.sh/batch"
-    );
+    assert_eq!(patch["spec"]["tolerations"][0]["key"], "koordinator.sh/batch");
 }
 
 #[test]
@@ -316,10 +253,7 @@ fn reservation_fields() {
     );
     let owners = spec.owners.as_ref().unwrap();
     assert_eq!(owners.len(), 3);
-    assert_eq!(
-        owners[0].object.as_ref().unwrap().name.as_deref(),
-        Some("pod-demo-0")
-    );
+    assert_eq!(owners[0].object.as_ref().unwrap().name.as_deref(), Some("pod-demo-0"));
     let controller = owners[1].controller.as_ref().unwrap();
     assert_eq!(
         (controller.kind.as_str(), controller.namespace.as_deref()),
@@ -332,10 +266,7 @@ fn reservation_fields() {
     let requests = container.resources.as_ref().unwrap().requests.as_ref();
     assert_eq!(q(requests, "cpu"), "2");
     assert_eq!(spec.taints.as_ref().unwrap()[0].effect, "NoSchedule");
-    assert_eq!(
-        spec.pre_allocation_policy.as_ref().unwrap().mode.as_deref(),
-        Some("Cluster")
-    );
+    assert_eq!(spec.pre_allocation_policy.as_ref().unwrap().mode.as_deref(), Some("Cluster"));
 
     let status = r.status.as_ref().unwrap();
     assert_eq!(status.phase.as_deref(), Some("Available"));
@@ -344,10 +275,7 @@ fn reservation_fields() {
     assert_eq!(q(status.allocated.as_ref(), "cpu"), "1");
     let conditions = status.conditions.as_ref().unwrap();
     assert_eq!(conditions[1].condition_type.as_deref(), Some("Ready"));
-    assert_eq!(
-        status.current_owners.as_ref().unwrap()[0].name.as_deref(),
-        Some("pod-demo-0")
-    );
+    assert_eq!(status.current_owners.as_ref().unwrap()[0].name.as_deref(), Some("pod-demo-0"));
 }
 
 #[test]
@@ -357,28 +285,15 @@ fn pod_migration_job_fields() {
     assert_eq!(spec.mode.as_deref(), Some("ReservationFirst"));
     assert_eq!(spec.ttl.as_deref(), Some("5m0s"));
     assert_eq!(spec.paused, Some(false));
-    assert_eq!(
-        spec.pod_ref.as_ref().unwrap().name.as_deref(),
-        Some("nginx-7d9f8c6b5-abcde")
-    );
-    assert_eq!(
-        spec.delete_options.as_ref().unwrap().grace_period_seconds,
-        Some(30)
-    );
+    assert_eq!(spec.pod_ref.as_ref().unwrap().name.as_deref(), Some("nginx-7d9f8c6b5-abcde"));
+    assert_eq!(spec.delete_options.as_ref().unwrap().grace_period_seconds, Some(30));
     let options = spec.reservation_options.as_ref().unwrap();
-    assert_eq!(
-        options.reservation_ref.as_ref().unwrap().kind.as_deref(),
-        Some("Reservation")
-    );
+    assert_eq!(options.reservation_ref.as_ref().unwrap().kind.as_deref(), Some("Reservation"));
     let template = options.template.as_ref().unwrap();
     let rspec = template.spec.as_ref().unwrap();
     assert_eq!(rspec.ttl.as_deref(), Some("5m0s"));
     assert_eq!(
-        rspec.owners.as_ref().unwrap()[0]
-            .controller
-            .as_ref()
-            .unwrap()
-            .name,
+        rspec.owners.as_ref().unwrap()[0].controller.as_ref().unwrap().name,
         "nginx-7d9f8c6b5"
     );
     assert!(options.preemption_options.is_some());
@@ -389,31 +304,17 @@ fn pod_migration_job_fields() {
     assert_eq!(status.node_name.as_deref(), Some("node-2"));
     let conditions = status.conditions.as_ref().unwrap();
     assert_eq!(conditions[0].condition_type, "ReservationCreated");
-    assert_eq!(
-        conditions[0].last_probe_time, None,
-        "null timestamps read as None"
-    );
+    assert_eq!(conditions[0].last_probe_time, None, "null timestamps read as None");
     assert!(conditions[0].last_transition_time.is_some());
     assert_eq!(conditions[1].reason.as_deref(), Some("EvictComplete"));
     let preempted = &status.preempted_pods_reservations.as_ref().unwrap()[0];
     assert_eq!(preempted.name.as_deref(), Some("r-batch-0"));
-    assert_eq!(
-        preempted.pods_ref.as_ref().unwrap()[0].name.as_deref(),
-        Some("batch-0-new")
-    );
+    assert_eq!(preempted.pods_ref.as_ref().unwrap()[0].name.as_deref(), Some("batch-0-new"));
 
     // Like the reference, unset condition timestamps are written as null.
     let written = serde_json::to_value(&j).unwrap();
-    assert_eq!(
-        written["status"]["conditions"][0]["lastProbeTime"],
-        Value::Null
-    );
-    assert!(
-        written["status"]["conditions"][0]
-            .as_object()
-            .unwrap()
-            .contains_key("lastProbeTime")
-    );
+    assert_eq!(written["status"]["conditions"][0]["lastProbeTime"], Value::Null);
+    assert!(written["status"]["conditions"][0].as_object().unwrap().contains_key("lastProbeTime"));
 }
 
 #[test]
@@ -432,38 +333,19 @@ fn device_fields() {
         assert_eq!(dev.device_type.as_deref(), Some(ty), "device {i}");
         assert_eq!(dev.minor, Some(minor), "device {i}");
         assert_eq!(dev.health, health, "device {i}");
-        assert_eq!(
-            dev.topology.as_ref().unwrap().bus_id.as_deref(),
-            Some(bus),
-            "device {i}"
-        );
+        assert_eq!(dev.topology.as_ref().unwrap().bus_id.as_deref(), Some(bus), "device {i}");
     }
     let gpu = &devices[0];
-    assert_eq!(
-        gpu.uuid.as_deref(),
-        Some("GPU-0a1b2c3d-4e5f-6a7b-8c9d-0e1f2a3b4c5d")
-    );
+    assert_eq!(gpu.uuid.as_deref(), Some("GPU-0a1b2c3d-4e5f-6a7b-8c9d-0e1f2a3b4c5d"));
     assert_eq!(gpu.module_id, Some(1));
-    assert_eq!(
-        q(gpu.resources.as_ref(), "koordinator.sh/gpu-memory"),
-        "80Gi"
-    );
+    assert_eq!(q(gpu.resources.as_ref(), "koordinator.sh/gpu-memory"), "80Gi");
     assert_eq!(gpu.topology.as_ref().unwrap().pcie_id, "pci0000:00");
     assert_eq!(gpu.conditions.as_ref().unwrap()[0].type_, "Healthy");
-    let vfs = devices[2].vf_groups.as_ref().unwrap()[0]
-        .vfs
-        .as_ref()
-        .unwrap();
-    assert_eq!(
-        (vfs[1].minor, vfs[1].bus_id.as_deref()),
-        (1, Some("0000:09:00.3"))
-    );
+    let vfs = devices[2].vf_groups.as_ref().unwrap()[0].vfs.as_ref().unwrap();
+    assert_eq!((vfs[1].minor, vfs[1].bus_id.as_deref()), (1, Some("0000:09:00.3")));
     let alloc = &d.status.as_ref().unwrap().allocations.as_ref().unwrap()[0];
     assert_eq!(alloc.device_type.as_deref(), Some("gpu"));
-    assert_eq!(
-        alloc.entries.as_ref().unwrap()[0].minors.as_deref(),
-        Some(&[0][..])
-    );
+    assert_eq!(alloc.entries.as_ref().unwrap()[0].minors.as_deref(), Some(&[0][..]));
 }
 
 #[test]
@@ -474,10 +356,7 @@ fn elastic_quota_fields() {
     assert_eq!(q(eq.spec.max.as_ref(), "memory"), "40Gi");
     assert_eq!(q(eq.status.as_ref().unwrap().used.as_ref(), "cpu"), "4500m");
     let labels = eq.metadata.labels.as_ref().unwrap();
-    assert_eq!(
-        labels["quota.scheduling.koordinator.sh/parent"],
-        "team-root"
-    );
+    assert_eq!(labels["quota.scheduling.koordinator.sh/parent"], "team-root");
 }
 
 #[test]
@@ -489,16 +368,9 @@ fn pod_group_fields() {
     assert_eq!(q(pg.spec.min_resources.as_ref(), "memory"), "6Gi");
     let status = pg.status.as_ref().unwrap();
     assert_eq!(status.phase.as_deref(), Some("Running"));
+    assert_eq!((status.scheduled, status.running, status.failed), (Some(3), Some(3), None));
     assert_eq!(
-        (status.scheduled, status.running, status.failed),
-        (Some(3), Some(3), None)
-    );
-    assert_eq!(
-        status
-            .schedule_start_time
-            .as_ref()
-            .map(|t| t.0.to_string())
-            .as_deref(),
+        status.schedule_start_time.as_ref().map(|t| t.0.to_string()).as_deref(),
         Some("2025-05-24T12:00:05Z")
     );
 }

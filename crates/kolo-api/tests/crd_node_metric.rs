@@ -10,9 +10,7 @@ fn master_01() -> NodeMetric {
 }
 
 fn q(list: &ResourceList, name: &str) -> String {
-    list.get(name)
-        .map(|Quantity(s)| s.clone())
-        .unwrap_or_else(|| panic!("no {name} in {list:?}"))
+    list.get(name).map(|Quantity(s)| s.clone()).unwrap_or_else(|| panic!("no {name} in {list:?}"))
 }
 
 #[test]
@@ -20,29 +18,12 @@ fn spec_collect_policy() {
     let nm = master_01();
     assert_eq!(nm.metadata.name.as_deref(), Some("master-01"));
     assert_eq!(nm.metadata.namespace, None);
-    let policy = nm
-        .spec
-        .metric_collect_policy
-        .as_ref()
-        .expect("metricCollectPolicy");
+    let policy = nm.spec.metric_collect_policy.as_ref().expect("metricCollectPolicy");
     assert_eq!(policy.aggregate_duration_seconds, Some(300));
     assert_eq!(policy.report_interval_seconds, Some(60));
-    assert_eq!(
-        policy.node_memory_collect_policy.as_deref(),
-        Some("usageWithoutPageCache")
-    );
-    let durations = policy
-        .node_aggregate_policy
-        .as_ref()
-        .and_then(|p| p.durations.clone());
-    assert_eq!(
-        durations,
-        Some(vec![
-            "5m0s".to_string(),
-            "10m0s".to_string(),
-            "30m0s".to_string()
-        ])
-    );
+    assert_eq!(policy.node_memory_collect_policy.as_deref(), Some("usageWithoutPageCache"));
+    let durations = policy.node_aggregate_policy.as_ref().and_then(|p| p.durations.clone());
+    assert_eq!(durations, Some(vec!["5m0s".to_string(), "10m0s".to_string(), "30m0s".to_string()]));
 }
 
 #[test]
@@ -75,21 +56,11 @@ fn aggregated_usages() {
         let usage = nm
             .aggregated_system_usage(window, stat)
             .unwrap_or_else(|| panic!("system {window} {stat} missing"));
-        assert_eq!(
-            q(usage, resource),
-            want,
-            "system {window} {stat} {resource}"
-        );
+        assert_eq!(q(usage, resource), want, "system {window} {stat} {resource}");
     }
     // Not reported: an unknown window, and the `avg` statistic this dump lacks.
-    assert!(
-        nm.aggregated_node_usage("1h", AggregationType::P99)
-            .is_none()
-    );
-    assert!(
-        nm.aggregated_node_usage("5m", AggregationType::Avg)
-            .is_none()
-    );
+    assert!(nm.aggregated_node_usage("1h", AggregationType::P99).is_none());
+    assert!(nm.aggregated_node_usage("5m", AggregationType::Avg).is_none());
 }
 
 #[test]
@@ -108,57 +79,26 @@ fn node_and_prod_metrics() {
     let reclaimable = nm.prod_reclaimable().expect("prodReclaimableMetric");
     assert_eq!(q(reclaimable, "cpu"), "2380m");
     assert_eq!(q(reclaimable, "memory"), "0");
-    assert!(
-        nm.prod_peak().is_none(),
-        "this dump predates prodPeakMetric"
-    );
+    assert!(nm.prod_peak().is_none(), "this dump predates prodPeakMetric");
 }
 
 #[test]
 fn pods() {
     let nm = master_01();
-    let pods = nm
-        .status
-        .as_ref()
-        .and_then(|s| s.pods_metric.as_ref())
-        .expect("podsMetric");
+    let pods = nm.status.as_ref().and_then(|s| s.pods_metric.as_ref()).expect("podsMetric");
     assert_eq!(pods.len(), 9);
     // (namespace, name, qos, priority, cpu)
     let cases: &[(&str, &str, &str, &str, &str)] = &[
-        (
-            "mysql",
-            "mysql-7474b86d4f-52p5n",
-            "LSR",
-            "koord-prod",
-            "21m",
-        ),
-        (
-            "monitor",
-            "prometheus-prometheus-node-exporter-wgsq8",
-            "BE",
-            "koord-batch",
-            "2m",
-        ),
-        (
-            "clickhouse",
-            "my-clickhouse-shard0-0",
-            "LS",
-            "koord-prod",
-            "183m",
-        ),
+        ("mysql", "mysql-7474b86d4f-52p5n", "LSR", "koord-prod", "21m"),
+        ("monitor", "prometheus-prometheus-node-exporter-wgsq8", "BE", "koord-batch", "2m"),
+        ("clickhouse", "my-clickhouse-shard0-0", "LS", "koord-prod", "183m"),
         ("kafka", "my-kafka-controller-0", "LS", "koord-prod", "57m"),
     ];
     for &(namespace, name, qos, priority, cpu) in cases {
-        let pod = nm
-            .pod_metric(namespace, name)
-            .unwrap_or_else(|| panic!("{namespace}/{name}"));
+        let pod = nm.pod_metric(namespace, name).unwrap_or_else(|| panic!("{namespace}/{name}"));
         assert_eq!(pod.qos.as_deref(), Some(qos), "{name}");
         assert_eq!(pod.priority.as_deref(), Some(priority), "{name}");
-        let usage = pod
-            .pod_usage
-            .as_ref()
-            .and_then(|u| u.resources.as_ref())
-            .expect("podUsage");
+        let usage = pod.pod_usage.as_ref().and_then(|u| u.resources.as_ref()).expect("podUsage");
         assert_eq!(q(usage, "cpu"), cpu, "{name}");
     }
     assert!(nm.pod_metric("mysql", "no-such-pod").is_none());
@@ -167,18 +107,12 @@ fn pods() {
 #[test]
 fn helpers_on_empty_objects() {
     let mut nm = NodeMetric::new("empty", Default::default());
-    assert!(
-        nm.aggregated_node_usage("5m", AggregationType::P99)
-            .is_none()
-    );
+    assert!(nm.aggregated_node_usage("5m", AggregationType::P99).is_none());
     assert!(nm.prod_reclaimable().is_none());
     assert!(nm.node_usage().is_none());
     assert!(nm.pod_metric("a", "b").is_none());
     nm.status = Some(NodeMetricStatus::default());
-    assert!(
-        nm.aggregated_system_usage("5m", AggregationType::P99)
-            .is_none()
-    );
+    assert!(nm.aggregated_system_usage("5m", AggregationType::P99).is_none());
     assert!(nm.prod_peak().is_none());
 }
 

@@ -124,12 +124,7 @@ fn identities_in_order() {
         assert_eq!(spec.group, want.group, "{}", want.name);
         assert_eq!(spec.names.kind, want.kind, "{}", want.name);
         assert_eq!(spec.names.plural, want.plural, "{}", want.name);
-        assert_eq!(
-            spec.names.singular.as_deref(),
-            Some(want.singular),
-            "{}",
-            want.name
-        );
+        assert_eq!(spec.names.singular.as_deref(), Some(want.singular), "{}", want.name);
         assert_eq!(
             spec.names.short_names, None,
             "{}: the reference declares no short names",
@@ -140,61 +135,28 @@ fn identities_in_order() {
         let version = &spec.versions[0];
         assert_eq!(version.name, "v1alpha1", "{}", want.name);
         assert!(version.served && version.storage, "{}", want.name);
-        let has_status = version
-            .subresources
-            .as_ref()
-            .is_some_and(|s| s.status.is_some());
-        assert_eq!(
-            has_status, want.status_subresource,
-            "{}: status subresource",
-            want.name
-        );
-        assert!(
-            version
-                .subresources
-                .as_ref()
-                .is_none_or(|s| s.scale.is_none()),
-            "{}",
-            want.name
-        );
-        let columns: Vec<&str> = version
-            .additional_printer_columns
-            .iter()
-            .flatten()
-            .map(|c| c.name.as_str())
-            .collect();
+        let has_status = version.subresources.as_ref().is_some_and(|s| s.status.is_some());
+        assert_eq!(has_status, want.status_subresource, "{}: status subresource", want.name);
+        assert!(version.subresources.as_ref().is_none_or(|s| s.scale.is_none()), "{}", want.name);
+        let columns: Vec<&str> =
+            version.additional_printer_columns.iter().flatten().map(|c| c.name.as_str()).collect();
         assert_eq!(columns, want.printer_columns, "{}", want.name);
         // Groups under *.k8s.io are protected: the API server needs the approval annotation.
         if want.group.ends_with(".k8s.io") {
             let annotations = crd.metadata.annotations.as_ref().expect("annotations");
-            assert!(
-                annotations.contains_key("api-approved.kubernetes.io"),
-                "{}",
-                want.name
-            );
+            assert!(annotations.contains_key("api-approved.kubernetes.io"), "{}", want.name);
         }
     }
 }
 
 fn schema_of(crd: &CustomResourceDefinition) -> Value {
-    let schema = crd.spec.versions[0]
-        .schema
-        .as_ref()
-        .and_then(|s| s.open_api_v3_schema.as_ref());
+    let schema = crd.spec.versions[0].schema.as_ref().and_then(|s| s.open_api_v3_schema.as_ref());
     serde_json::to_value(schema.expect("every version has a schema")).unwrap()
 }
 
 /// Formats the 1.20 API server knows; others are rejected or ignored.
-const KNOWN_FORMATS: &[&str] = &[
-    "int32",
-    "int64",
-    "float",
-    "double",
-    "byte",
-    "date",
-    "date-time",
-    "duration",
-];
+const KNOWN_FORMATS: &[&str] =
+    &["int32", "int64", "float", "double", "byte", "date", "date-time", "duration"];
 
 /// Checks one schema node (and recursively its children) against the
 /// structural-schema rules; collects violations as `path: message`.
@@ -273,20 +235,14 @@ fn check_node(path: &str, node: &Value, nullable_ok: &[&str], errors: &mut Vec<S
 
 #[test]
 fn schemas_are_structural() {
-    let nullable_ok: &[&str] = &[
-        ".status.conditions[].lastProbeTime",
-        ".status.conditions[].lastTransitionTime",
-    ];
+    let nullable_ok: &[&str] =
+        &[".status.conditions[].lastProbeTime", ".status.conditions[].lastTransitionTime"];
     let mut errors = Vec::new();
     for crd in all_crds() {
         let kind = crd.spec.names.kind.clone();
         let schema = schema_of(&crd);
         assert_eq!(schema["type"], "object", "{kind}: root type");
-        let allowed: &[&str] = if kind == "PodMigrationJob" {
-            nullable_ok
-        } else {
-            &[]
-        };
+        let allowed: &[&str] = if kind == "PodMigrationJob" { nullable_ok } else { &[] };
         let mut local = Vec::new();
         check_node("", &schema, allowed, &mut local);
         errors.extend(local.into_iter().map(|e| format!("{kind}{e}")));
@@ -299,11 +255,7 @@ fn schemas_are_structural() {
         let size = serde_json::to_string(&crd).unwrap().len();
         assert!(size < 200 * 1024, "{kind}: {size} bytes");
     }
-    assert!(
-        errors.is_empty(),
-        "non-structural schema nodes:\n{}",
-        errors.join("\n")
-    );
+    assert!(errors.is_empty(), "non-structural schema nodes:\n{}", errors.join("\n"));
 }
 
 fn find<'a>(schema: &'a Value, path: &[&str]) -> &'a Value {
@@ -336,22 +288,10 @@ fn schema_details_match_the_reference() {
         (
             &nm,
             &["spec", "metricCollectPolicy", "nodeMemoryCollectPolicy"],
-            &[
-                "usageWithHotPageCache",
-                "usageWithoutPageCache",
-                "usageWithPageCache",
-            ],
+            &["usageWithHotPageCache", "usageWithoutPageCache", "usageWithPageCache"],
         ),
-        (
-            &ccp,
-            &["spec", "qosClass"],
-            &["LSE", "LSR", "LS", "BE", "SYSTEM"],
-        ),
-        (
-            &rsv,
-            &["spec", "allocatePolicy"],
-            &["Aligned", "Restricted"],
-        ),
+        (&ccp, &["spec", "qosClass"], &["LSE", "LSR", "LS", "BE", "SYSTEM"]),
+        (&rsv, &["spec", "allocatePolicy"], &["Aligned", "Restricted"]),
     ];
     for (schema, path, values) in enums {
         let node = find(schema, path);
@@ -360,18 +300,12 @@ fn schema_details_match_the_reference() {
     }
 
     // Required fields and defaults.
-    assert_eq!(
-        find(&rsv, &["spec"])["required"],
-        serde_json::json!(["owners", "template"])
-    );
+    assert_eq!(find(&rsv, &["spec"])["required"], serde_json::json!(["owners", "template"]));
     assert_eq!(find(&rsv, &["spec", "owners"])["minItems"], 1);
     assert_eq!(find(&rsv, &["spec", "owners"])["items"]["minProperties"], 1);
     assert_eq!(find(&rsv, &["spec", "ttl"])["default"], "24h");
     assert_eq!(find(&rsv, &["spec", "allocateOnce"])["default"], true);
-    assert_eq!(
-        find(&pmj, &["spec"])["required"],
-        serde_json::json!(["podRef"])
-    );
+    assert_eq!(find(&pmj, &["spec"])["required"], serde_json::json!(["podRef"]));
     assert_eq!(
         find(&pmj, &["status", "conditions"])["items"]["required"],
         serde_json::json!(["status", "type"])
@@ -391,12 +325,7 @@ fn schema_details_match_the_reference() {
         let node = find(&pmj, &["status", "conditions", field]);
         assert_eq!(node["nullable"], true, "{field}");
         assert_eq!(node["format"], "date-time", "{field}");
-        assert!(
-            find(&rsv, &["status", "conditions", field])
-                .get("nullable")
-                .is_none(),
-            "{field}"
-        );
+        assert!(find(&rsv, &["status", "conditions", field]).get("nullable").is_none(), "{field}");
     }
 
     // Schemaless / preserved parts.
@@ -409,16 +338,10 @@ fn schema_details_match_the_reference() {
     ];
     for (schema, path) in preserved {
         let node = find(schema, path);
-        assert_eq!(
-            node["x-kubernetes-preserve-unknown-fields"], true,
-            "{path:?}"
-        );
+        assert_eq!(node["x-kubernetes-preserve-unknown-fields"], true, "{path:?}");
         assert!(node.get("properties").is_none(), "{path:?}");
     }
-    assert!(
-        find(&ccp, &["spec", "patch"]).get("type").is_none(),
-        "patch may be any JSON value"
-    );
+    assert!(find(&ccp, &["spec", "patch"]).get("type").is_none(), "patch may be any JSON value");
 
     // Quantities are int-or-string, in resource lists and alone.
     let quantities: &[(&Value, &[&str])] = &[
@@ -432,36 +355,18 @@ fn schema_details_match_the_reference() {
     for (schema, path) in quantities {
         let node = find(schema, path);
         assert_eq!(node["type"], "object", "{path:?}");
-        assert_eq!(
-            node["additionalProperties"]["x-kubernetes-int-or-string"], true,
-            "{path:?}"
-        );
+        assert_eq!(node["additionalProperties"]["x-kubernetes-int-or-string"], true, "{path:?}");
     }
     assert_eq!(
         find(&slo, &["spec", "systemStrategy", "totalNetworkBandwidth"])["x-kubernetes-int-or-string"],
         true
     );
-    assert_eq!(
-        find(&ccp, &["spec", "probability"])["x-kubernetes-int-or-string"],
-        true
-    );
-    let net = find(
-        &slo,
-        &[
-            "spec",
-            "resourceQOSStrategy",
-            "beClass",
-            "networkQOS",
-            "ingressLimit",
-        ],
-    );
+    assert_eq!(find(&ccp, &["spec", "probability"])["x-kubernetes-int-or-string"], true);
+    let net = find(&slo, &["spec", "resourceQOSStrategy", "beClass", "networkQOS", "ingressLimit"]);
     assert_eq!(net["x-kubernetes-int-or-string"], true);
 
     // A few validation ranges of the reference.
-    let memory = find(
-        &slo,
-        &["spec", "resourceQOSStrategy", "lsClass", "memoryQOS"],
-    );
+    let memory = find(&slo, &["spec", "resourceQOSStrategy", "lsClass", "memoryQOS"]);
     assert_eq!(
         (
             memory["properties"]["wmarkMinAdj"]["minimum"].as_f64(),
@@ -469,14 +374,8 @@ fn schema_details_match_the_reference() {
         ),
         (Some(-25.0), Some(50.0))
     );
-    let threshold = find(
-        &slo,
-        &[
-            "spec",
-            "resourceUsedThresholdWithBE",
-            "cpuSuppressThresholdPercent",
-        ],
-    );
+    let threshold =
+        find(&slo, &["spec", "resourceUsedThresholdWithBE", "cpuSuppressThresholdPercent"]);
     assert_eq!(
         (threshold["minimum"].as_f64(), threshold["maximum"].as_f64()),
         (Some(0.0), Some(100.0))

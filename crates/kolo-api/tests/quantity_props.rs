@@ -9,11 +9,7 @@ const MAX_NANOS: i128 = 99_999_999_999_999_999_999_999_999_999_999_999_999;
 const NANOS_PER_UNIT: i128 = 1_000_000_000;
 
 fn format() -> impl Strategy<Value = Format> {
-    prop_oneof![
-        Just(Format::BinarySI),
-        Just(Format::DecimalSI),
-        Just(Format::DecimalExponent),
-    ]
+    prop_oneof![Just(Format::BinarySI), Just(Format::DecimalSI), Just(Format::DecimalExponent),]
 }
 
 /// Amounts in nano-units, biased towards the shapes that print differently.
@@ -55,9 +51,7 @@ fn is_canonical_text(text: &str) -> bool {
         return true;
     }
     let unsigned = text.strip_prefix('-').unwrap_or(text);
-    let digits_end = unsigned
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(unsigned.len());
+    let digits_end = unsigned.find(|c: char| !c.is_ascii_digit()).unwrap_or(unsigned.len());
     let (number, suffix) = unsigned.split_at(digits_end);
     let suffix_ok = matches!(
         suffix,

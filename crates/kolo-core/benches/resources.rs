@@ -21,35 +21,21 @@ fn ops(c: &mut Criterion) {
     let limit = sample(400);
 
     c.bench_function("sum 1000 vectors", |b| {
-        b.iter(|| {
-            black_box(&pods)
-                .iter()
-                .fold(ResourceVector::EMPTY, |acc, v| acc + *v)
-        })
+        b.iter(|| black_box(&pods).iter().fold(ResourceVector::EMPTY, |acc, v| acc + *v))
     });
     c.bench_function("less_than_or_equal x1000", |b| {
         b.iter(|| {
-            black_box(&pods)
-                .iter()
-                .filter(|v| v.less_than_or_equal(black_box(&limit)))
-                .count()
+            black_box(&pods).iter().filter(|v| v.less_than_or_equal(black_box(&limit))).count()
         })
     });
     c.bench_function("fits_allocatable x1000", |b| {
-        b.iter(|| {
-            black_box(&pods)
-                .iter()
-                .filter(|v| v.fits_allocatable(black_box(&limit)))
-                .count()
-        })
+        b.iter(|| black_box(&pods).iter().filter(|v| v.fits_allocatable(black_box(&limit))).count())
     });
     c.bench_function("max + mask x1000", |b| {
         b.iter(|| {
             black_box(&pods)
                 .iter()
-                .fold(ResourceVector::EMPTY, |acc, v| {
-                    acc.max(&v.mask(ResourceSet::CPU_MEMORY))
-                })
+                .fold(ResourceVector::EMPTY, |acc, v| acc.max(&v.mask(ResourceSet::CPU_MEMORY)))
         })
     });
 }

@@ -36,9 +36,7 @@ pub struct ManualClock {
 impl ManualClock {
     /// A clock stopped at `start`.
     pub fn new(start: Timestamp) -> Self {
-        ManualClock {
-            now: Mutex::new(start),
-        }
+        ManualClock { now: Mutex::new(start) }
     }
 
     /// Sets the time. Moving backwards is allowed: tests of clock skew need it.
@@ -55,9 +53,7 @@ impl ManualClock {
     fn lock(&self) -> std::sync::MutexGuard<'_, Timestamp> {
         // A panic while holding this lock cannot leave a half-written
         // timestamp, so a poisoned lock is still safe to use.
-        self.now
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.now.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -93,10 +89,8 @@ mod tests {
 
     #[test]
     fn clocks_are_usable_as_trait_objects() {
-        let clocks: Vec<Box<dyn Clock>> = vec![
-            Box::new(SystemClock),
-            Box::new(ManualClock::new(Timestamp::UNIX_EPOCH)),
-        ];
+        let clocks: Vec<Box<dyn Clock>> =
+            vec![Box::new(SystemClock), Box::new(ManualClock::new(Timestamp::UNIX_EPOCH))];
         assert_eq!(clocks[1].now(), Timestamp::UNIX_EPOCH);
     }
 }

@@ -152,17 +152,10 @@ impl NodeView {
             None => Ok(None),
             Some(list) => ResourceVector::from_resource_list(list)
                 .map(Some)
-                .map_err(|error| NodeViewError::Resources {
-                    node: name.to_owned(),
-                    field,
-                    error,
-                }),
+                .map_err(|error| NodeViewError::Resources { node: name.to_owned(), field, error }),
         };
         let capacity = read("status.capacity", status.and_then(|s| s.capacity.as_ref()))?;
-        let allocatable = read(
-            "status.allocatable",
-            status.and_then(|s| s.allocatable.as_ref()),
-        )?;
+        let allocatable = read("status.allocatable", status.and_then(|s| s.allocatable.as_ref()))?;
         let capacity = capacity.unwrap_or_default();
         let allocatable = allocatable.unwrap_or(capacity);
 
@@ -196,9 +189,7 @@ impl NodeView {
         let ready = status
             .and_then(|s| s.conditions.as_ref())
             .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
-            .map_or(ConditionStatus::Unknown, |c| {
-                ConditionStatus::parse(&c.status)
-            });
+            .map_or(ConditionStatus::Unknown, |c| ConditionStatus::parse(&c.status));
 
         Ok(NodeView {
             name: name.into(),
@@ -407,10 +398,7 @@ status:
         );
         let view = NodeView::from_node(&n).unwrap();
         assert_eq!(view.name(), "node-1");
-        assert_eq!(
-            view.label("node.koordinator.sh/cpu-reclaim-ratio"),
-            Some("0.7")
-        );
+        assert_eq!(view.label("node.koordinator.sh/cpu-reclaim-ratio"), Some("0.7"));
         assert!(view.annotation("node.koordinator.sh/reservation").is_some());
         assert!(view.is_ready());
         assert!(!view.is_unschedulable());
@@ -422,11 +410,7 @@ status:
                     value: "batch".into(),
                     effect: TaintEffect::NoSchedule
                 },
-                Taint {
-                    key: "maint".into(),
-                    value: "".into(),
-                    effect: TaintEffect::NoExecute
-                },
+                Taint { key: "maint".into(), value: "".into(), effect: TaintEffect::NoExecute },
             ]
         );
         assert_eq!(view.capacity().cpu(), 96_000);
@@ -441,10 +425,7 @@ status:
         assert_eq!(alloc.get(BatchMemory), Some(33_000_000_000));
         assert_eq!(alloc.get(MidCpu), Some(4_000));
         assert_eq!(alloc.get(MidMemory), Some(8 * GI));
-        assert_eq!(
-            view.creation_timestamp().unwrap().to_string(),
-            "2024-01-02T03:04:05Z"
-        );
+        assert_eq!(view.creation_timestamp().unwrap().to_string(), "2024-01-02T03:04:05Z");
     }
 
     #[test]
@@ -475,20 +456,12 @@ status:
 "#,
         );
         let view = NodeView::from_node(&n).unwrap();
-        assert_eq!(
-            view.allocatable(),
-            view.capacity(),
-            "allocatable defaults to capacity"
-        );
+        assert_eq!(view.allocatable(), view.capacity(), "allocatable defaults to capacity");
         assert!(view.is_unschedulable());
         assert_eq!(view.ready(), ConditionStatus::False);
 
         let empty = NodeView::from_node(&node("metadata: {name: empty}")).unwrap();
-        assert_eq!(
-            empty.ready(),
-            ConditionStatus::Unknown,
-            "no Ready condition"
-        );
+        assert_eq!(empty.ready(), ConditionStatus::Unknown, "no Ready condition");
         assert!(empty.allocatable().is_empty() && empty.taints().is_empty());
     }
 

@@ -15,7 +15,7 @@ use k8s_openapi::api::core::v1::{Container, Pod};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as KubeQuantity;
 use k8s_openapi::jiff::Timestamp;
 use kolo_api::kube_qos::{KubeQoSClass, kube_qos};
-use kolo_api::priority::{PriorityClass, resolve_priority};
+use kolo_api::priority::{PriorityClass, priority_value_for_class, resolve_priority_with_qos};
 use kolo_api::qos::{QoSClass, resolve_qos};
 
 use crate::resources::{ResourceError, ResourceName, ResourceVector};
@@ -121,10 +121,7 @@ pub struct StringMap(Box<[(Box<str>, Box<str>)]>);
 impl StringMap {
     /// The value of `key`.
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.0
-            .binary_search_by(|(k, _)| (**k).cmp(key))
-            .ok()
-            .map(|i| &*self.0[i].1)
+        self.0.binary_search_by(|(k, _)| (**k).cmp(key)).ok().map(|i| &*self.0[i].1)
     }
 
     /// Whether `key` is present.
@@ -168,10 +165,8 @@ impl StringMap {
 impl<K: Into<Box<str>>, V: Into<Box<str>>> FromIterator<(K, V)> for StringMap {
     /// Later entries for the same key replace earlier ones.
     fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
-        let map: BTreeMap<Box<str>, Box<str>> = iter
-            .into_iter()
-            .map(|(k, v)| (k.into(), v.into()))
-            .collect();
+        let map: BTreeMap<Box<str>, Box<str>> =
+            iter.into_iter().map(|(k, v)| (k.into(), v.into())).collect();
         StringMap(map.into_iter().collect())
     }
 }
@@ -228,18 +223,12 @@ impl PodView {
             })?;
         let spec = pod.spec.as_ref();
         let qos = resolve_qos(pod);
-        let priority_class = resolve_priority(pod);
-        // Same rule as `kolo_api::priority::priority_value`, computed from the
-        // class we already have instead of resolving QoS and class again.
-        let priority = match spec.and_then(|s| s.priority) {
-            Some(p) if p != 0 => p,
-            _ => priority_class.default_priority(),
-        };
+        // Resolve QoS once and reuse it for the class and the value.
+        let priority_class = resolve_priority_with_qos(pod, |_| qos);
+        let priority = priority_value_for_class(pod, priority_class);
         let owner = meta.owner_references.as_ref().and_then(|refs| {
-            let chosen = refs
-                .iter()
-                .find(|r| r.controller == Some(true))
-                .or_else(|| refs.first())?;
+            let chosen =
+                refs.iter().find(|r| r.controller == Some(true)).or_else(|| refs.first())?;
             Some(Box::new(OwnerRef {
                 kind: chosen.kind.as_str().into(),
                 name: chosen.name.as_str().into(),
@@ -769,16 +758,10 @@ status:
         assert_eq!(view.annotation("note"), Some("kept"));
         assert_eq!(view.annotations().len(), 1, "last-applied is dropped");
         let owner = view.owner().unwrap();
-        assert_eq!(
-            (&*owner.kind, &*owner.name, owner.controller),
-            ("StatefulSet", "web", true)
-        );
-        assert_eq!(
-            view.creation_timestamp().unwrap().to_string(),
-            "2024-05-01T10:00:00Z"
-        );
+        assert_eq!((&*owner.kind, &*owner.name, owner.controller), ("StatefulSet", "web", true));
+        assert_eq!(view.creation_timestamp().unwrap().to_string(), "2024-05-01T10:00:00Z");
         assert_eq!(view.qos(), resolve_qos(&p));
-        assert_eq!(view.priority_class(), resolve_priority(&p));
+        assert_eq!(view.priority_class(), kolo_api::priority::resolve_priority(&p));
         assert_eq!(view.priority(), kolo_api::priority::priority_value(&p));
     }
 
@@ -841,10 +824,7 @@ spec:
     resources: {requests: {cpu: "2"}}
 "#);
         // Sum 3; init `big` runs beside the sidecar: 5.
-        assert_eq!(
-            *PodView::from_pod(&q).unwrap().requests(),
-            v(&[(Cpu, 5000)])
-        );
+        assert_eq!(*PodView::from_pod(&q).unwrap().requests(), v(&[(Cpu, 5000)]));
     }
 
     #[test]
@@ -920,10 +900,7 @@ spec:
         resource.katalyst.kubewharf.io/reclaimed_memory: 512Mi
 "#);
         let view = PodView::from_pod(&p).unwrap();
-        assert_eq!(
-            *view.requests(),
-            v(&[(BatchCpu, 3000), (BatchMemory, GI + 512 * MI)])
-        );
+        assert_eq!(*view.requests(), v(&[(BatchCpu, 3000), (BatchMemory, GI + 512 * MI)]));
         assert_eq!(*view.limits(), v(&[(BatchCpu, 1000), (BatchMemory, GI)]));
         assert_eq!(view.qos(), QoSClass::BE);
         assert_eq!(view.priority_class(), PriorityClass::Batch);
@@ -941,11 +918,7 @@ spec:
         let view = PodView::from_pod(&p).unwrap();
         assert!(view.requests().is_empty());
         assert!(view.limits().is_empty());
-        assert_eq!(
-            view.phase(),
-            PodPhase::Pending,
-            "no status reads as Pending"
-        );
+        assert_eq!(view.phase(), PodPhase::Pending, "no status reads as Pending");
         assert!(!view.is_assigned());
         // Spec §0.2: an empty pod is BE, hence Batch with priority 5500.
         assert_eq!(view.qos(), QoSClass::BE);
@@ -978,14 +951,7 @@ spec:
   - name: app
 "#);
         let err = PodView::from_pod(&p).unwrap_err().to_string();
-        for needle in [
-            "prod/api-7",
-            "initContainers",
-            "\"setup\"",
-            "limits",
-            "memory",
-            "12Qi",
-        ] {
+        for needle in ["prod/api-7", "initContainers", "\"setup\"", "limits", "memory", "12Qi"] {
             assert!(err.contains(needle), "{needle:?} missing from {err}");
         }
         let q = pod(r#"
@@ -995,10 +961,7 @@ spec:
   containers: [{name: app}]
 "#);
         let err = PodView::from_pod(&q).unwrap_err().to_string();
-        assert!(
-            err.contains("spec.overhead") && err.contains("lots"),
-            "{err}"
-        );
+        assert!(err.contains("spec.overhead") && err.contains("lots"), "{err}");
     }
 
     #[test]
@@ -1014,10 +977,6 @@ spec:
     fn footprint() {
         // Two 200-byte vectors dominate; keep the rest small (a snapshot
         // holds 50,000 of these).
-        assert!(
-            std::mem::size_of::<PodView>() <= 600,
-            "{}",
-            std::mem::size_of::<PodView>()
-        );
+        assert!(std::mem::size_of::<PodView>() <= 600, "{}", std::mem::size_of::<PodView>());
     }
 }

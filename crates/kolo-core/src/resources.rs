@@ -30,7 +30,7 @@ use std::sync::{Mutex, OnceLock};
 
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as KubeQuantity;
 use kolo_api::names::resource as names;
-use kolo_api::quantity::{Format, Quantity, QuantityError};
+use kolo_api::quantity::{Format, Quantity, QuantityError, parse_milli, parse_value};
 
 /// How many distinct extended resource names one process can track.
 ///
@@ -146,9 +146,7 @@ impl ExtendedResourceRegistry {
         // A poisoned lock only means another thread panicked while holding
         // it; the table itself is always consistent (slots are published
         // before the length), so keep going.
-        let _guard = EXTENDED_INSERT
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let _guard = EXTENDED_INSERT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Some(found) = Self::lookup(name) {
             return Ok(found);
         }
@@ -193,10 +191,7 @@ impl ExtendedResource {
     /// The resource name, e.g. `nvidia.com/gpu`.
     pub fn name(self) -> &'static str {
         // Indices are only created after their slot is published.
-        EXTENDED_NAMES[usize::from(self.0)]
-            .get()
-            .copied()
-            .unwrap_or("<unknown>")
+        EXTENDED_NAMES[usize::from(self.0)].get().copied().unwrap_or("<unknown>")
     }
 
     /// The registry index (0-based, below [`EXTENDED_CAPACITY`]).
@@ -512,19 +507,13 @@ impl SlotOrder {
             len += 1;
         }
         // Only extended slots need sorting, and most vectors have none.
-        let first_extended = slots[..len]
-            .iter()
-            .position(|&s| usize::from(s) >= WELL_KNOWN)
-            .unwrap_or(len);
+        let first_extended =
+            slots[..len].iter().position(|&s| usize::from(s) >= WELL_KNOWN).unwrap_or(len);
         if len - first_extended > 1 {
             slots[first_extended..len]
                 .sort_unstable_by_key(|&s| ResourceName::from_slot(usize::from(s)).as_str());
         }
-        SlotOrder {
-            slots,
-            len: len as u8,
-            pos: 0,
-        }
+        SlotOrder { slots, len: len as u8, pos: 0 }
     }
 }
 
@@ -570,10 +559,7 @@ pub struct ResourceVector {
 
 impl ResourceVector {
     /// The empty vector (no resource present).
-    pub const EMPTY: ResourceVector = ResourceVector {
-        values: [0; SLOTS],
-        present: 0,
-    };
+    pub const EMPTY: ResourceVector = ResourceVector { values: [0; SLOTS], present: 0 };
 
     /// The empty vector.
     pub fn new() -> ResourceVector {
@@ -672,10 +658,7 @@ impl ResourceVector {
         f: impl Fn(Option<i64>, Option<i64>) -> i64,
     ) -> ResourceVector {
         let present = self.present | other.present;
-        let mut out = ResourceVector {
-            values: [0; SLOTS],
-            present,
-        };
+        let mut out = ResourceVector { values: [0; SLOTS], present };
         // Vectors are sparse (typically 2-5 of 24 slots), so visiting the set
         // bits beats a pass over every slot.
         let mut rest = present;
@@ -881,13 +864,10 @@ impl ResourceVector {
             // Parse before interning so a rejected list never takes a
             // registry slot. Extended resources are never milli-valued.
             let milli = matches!(known, Some((ResourceName::Cpu, _)));
-            let amount = parse_amount(key, milli, &quantity.0)?;
+            let amount = parse_amount(key, milli, quantity)?;
             let (name, rank) = match known {
                 Some(known) => known,
-                None => (
-                    ResourceName::Extended(ExtendedResourceRegistry::intern(key)?),
-                    0,
-                ),
+                None => (ResourceName::Extended(ExtendedResourceRegistry::intern(key)?), 0),
             };
             let rank_slot = match name {
                 ResourceName::BatchCpu => Some(0),
@@ -922,14 +902,11 @@ impl ResourceVector {
     }
 }
 
-/// Parses the quantity `text` of resource `key` into vector units:
+/// Parses the quantity of resource `key` into vector units:
 /// `milli_value()` if `milli`, else `value()`.
-fn parse_amount(key: &str, milli: bool, text: &str) -> Result<i64, ResourceError> {
-    let q = Quantity::parse(text).map_err(|error| ResourceError::InvalidQuantity {
-        resource: key.to_owned(),
-        error,
-    })?;
-    Ok(if milli { q.milli_value() } else { q.value() })
+fn parse_amount(key: &str, milli: bool, quantity: &KubeQuantity) -> Result<i64, ResourceError> {
+    let parsed = if milli { parse_milli(quantity) } else { parse_value(quantity) };
+    parsed.map_err(|error| ResourceError::InvalidQuantity { resource: key.to_owned(), error })
 }
 
 impl Add for ResourceVector {
@@ -997,9 +974,7 @@ impl fmt::Debug for ResourceVector {
     /// Raw numbers, so a failing test shows exact values:
     /// `{cpu: 1500, memory: 2147483648}`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_map()
-            .entries(self.iter().map(|(n, v)| (n.short_name(), v)))
-            .finish()
+        f.debug_map().entries(self.iter().map(|(n, v)| (n.short_name(), v))).finish()
     }
 }
 
@@ -1008,10 +983,7 @@ mod tests {
     use super::*;
 
     fn list(pairs: &[(&str, &str)]) -> BTreeMap<String, KubeQuantity> {
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), KubeQuantity((*v).to_owned())))
-            .collect()
+        pairs.iter().map(|(k, v)| ((*k).to_owned(), KubeQuantity((*v).to_owned()))).collect()
     }
 
     fn v(pairs: &[(ResourceName, i64)]) -> ResourceVector {
@@ -1083,11 +1055,7 @@ mod tests {
             assert_eq!(a + b, v(&add), "{name}: add");
             assert_eq!(a - b, v(&sub), "{name}: subtract");
             assert_eq!(a.max(&b), v(&max), "{name}: max");
-            assert_eq!(
-                a.sub_non_negative(&b),
-                v(&subnn),
-                "{name}: sub_non_negative"
-            );
+            assert_eq!(a.sub_non_negative(&b), v(&subnn), "{name}: sub_non_negative");
         }
     }
 
@@ -1111,20 +1079,10 @@ mod tests {
             (vec![(Cpu, 10)], vec![(Cpu, 10)], true, vec![]),
             (vec![(Cpu, 11)], vec![(Cpu, 10)], false, vec![Cpu]),
             // Missing from the limit: unlimited.
-            (
-                vec![(Cpu, 11), (Memory, 1 << 40)],
-                vec![(Cpu, 20)],
-                true,
-                vec![],
-            ),
+            (vec![(Cpu, 11), (Memory, 1 << 40)], vec![(Cpu, 20)], true, vec![]),
             // Missing from the request: not checked, even against a
             // negative limit (quotav1 only looks at keys in both).
-            (
-                vec![(Memory, 1)],
-                vec![(Cpu, -1), (Memory, 1)],
-                true,
-                vec![],
-            ),
+            (vec![(Memory, 1)], vec![(Cpu, -1), (Memory, 1)], true, vec![]),
             (
                 vec![(Cpu, 5), (Memory, 5), (BatchCpu, 5)],
                 vec![(Cpu, 4), (Memory, 6), (BatchCpu, 4)],
@@ -1135,11 +1093,7 @@ mod tests {
         ];
         for (req, limit, expected, exceeding) in cases {
             let (req, limit) = (v(&req), v(&limit));
-            assert_eq!(
-                req.less_than_or_equal(&limit),
-                expected,
-                "{req:?} <= {limit:?}"
-            );
+            assert_eq!(req.less_than_or_equal(&limit), expected, "{req:?} <= {limit:?}");
             assert_eq!(req.fits_within(&limit), expected);
             assert_eq!(req.exceeding(&limit), exceeding.into_iter().collect());
         }
@@ -1149,10 +1103,7 @@ mod tests {
     fn insufficient_node_fit_semantics() {
         let free = v(&[(Cpu, 1000), (Memory, 100), (Pods, 1)]);
         // Missing in free counts as zero available.
-        assert_eq!(
-            v(&[(BatchCpu, 1)]).insufficient(&free),
-            ResourceSet::single(BatchCpu)
-        );
+        assert_eq!(v(&[(BatchCpu, 1)]).insufficient(&free), ResourceSet::single(BatchCpu));
         // Zero requests always fit, even for a resource the node lacks.
         assert!(v(&[(BatchCpu, 0), (Cpu, 1000)]).fits_allocatable(&free));
         assert!(!v(&[(Cpu, 1001)]).fits_allocatable(&free));
@@ -1188,17 +1139,10 @@ mod tests {
         let z = v(&[(Cpu, 0)]);
         assert!(z.is_zero());
         assert!(!z.is_empty());
-        assert_ne!(
-            z,
-            ResourceVector::EMPTY,
-            "present-with-zero differs from missing"
-        );
+        assert_ne!(z, ResourceVector::EMPTY, "present-with-zero differs from missing");
         let n = v(&[(Cpu, -1), (Memory, 1), (BatchMemory, -2)]);
         assert_eq!(n.negative(), [Cpu, BatchMemory].into_iter().collect());
-        assert_eq!(
-            n.clamp_non_negative(),
-            v(&[(Cpu, 0), (Memory, 1), (BatchMemory, 0)])
-        );
+        assert_eq!(n.clamp_non_negative(), v(&[(Cpu, 0), (Memory, 1), (BatchMemory, 0)]));
     }
 
     #[test]
@@ -1209,10 +1153,7 @@ mod tests {
         for alias in names::BATCH_MEMORY_ALIASES {
             assert_eq!(ResourceName::parse(alias).unwrap(), BatchMemory);
         }
-        assert_eq!(
-            ResourceName::parse("ephemeral-storage").unwrap(),
-            EphemeralStorage
-        );
+        assert_eq!(ResourceName::parse("ephemeral-storage").unwrap(), EphemeralStorage);
         assert_eq!(BatchCpu.as_str(), "kubernetes.io/batch-cpu");
         assert_eq!(BatchCpu.short_name(), "batch-cpu");
         let gpu = ResourceName::parse("test.example/names-gpu").unwrap();

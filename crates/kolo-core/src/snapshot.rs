@@ -158,10 +158,7 @@ impl Snapshot {
     /// Adds the objects of a file (or stdin for `-`) to this snapshot. On
     /// error the snapshot is left as it was.
     pub fn add_file(&mut self, path: &Path) -> Result<(), SnapshotError> {
-        let io = |source| SnapshotError::Io {
-            path: path.to_path_buf(),
-            source,
-        };
+        let io = |source| SnapshotError::Io { path: path.to_path_buf(), source };
         let text = if path == Path::new("-") {
             let mut text = String::new();
             std::io::stdin().read_to_string(&mut text).map_err(io)?;
@@ -236,19 +233,33 @@ enum Object {
     Skipped(String),
 }
 
-/// A piece of input still to be decoded: YAML text or an already-parsed
-/// JSON value, and where it came from.
-enum Piece {
-    Yaml {
-        text: String,
-        position: Position,
-        kind_hint: Option<String>,
-    },
-    Value {
-        value: Value,
-        position: Position,
-        kind_hint: Option<String>,
-    },
+/// A piece of input still to be decoded, and where it came from.
+struct Piece {
+    body: Body,
+    position: Position,
+    /// The kind to assume when the object has none (items of a typed list
+    /// such as `PodList` may omit it).
+    kind_hint: Option<String>,
+}
+
+/// YAML text still to be parsed, or an already-parsed value.
+enum Body {
+    Yaml(String),
+    Value(Value),
+}
+
+/// Appends one piece per list item, numbered from 1 inside `document`.
+fn push_items(
+    out: &mut Vec<Piece>,
+    items: impl IntoIterator<Item = Body>,
+    document: Position,
+    kind_hint: Option<String>,
+) {
+    out.extend(items.into_iter().enumerate().map(|(i, body)| Piece {
+        body,
+        position: Position { item: Some(i + 1), ..document },
+        kind_hint: kind_hint.clone(),
+    }));
 }
 
 fn looks_like_json(text: &str) -> bool {
@@ -261,10 +272,7 @@ fn json_pieces(text: &str, source_name: &str) -> Result<Vec<Piece>, SnapshotErro
     let mut pieces = Vec::new();
     let stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
     for (index, value) in stream.enumerate() {
-        let position = Position {
-            document: index + 1,
-            item: None,
-        };
+        let position = Position { document: index + 1, item: None };
         let value = value.map_err(|e| {
             SnapshotError::Syntax(Box::new(SyntaxError {
                 source_name: source_name.to_string(),
@@ -273,59 +281,36 @@ fn json_pieces(text: &str, source_name: &str) -> Result<Vec<Piece>, SnapshotErro
                 message: e.to_string(),
             }))
         })?;
-        explode_value(value, position, None, &mut pieces);
+        explode_value(value, position, &mut pieces);
     }
     Ok(pieces)
 }
 
-/// Turns one parsed document into pieces: a list becomes its items.
-fn explode_value(value: Value, position: Position, hint: Option<String>, out: &mut Vec<Piece>) {
+/// Turns one parsed document into pieces: a list (an array, or an object
+/// whose kind ends in `List` and that has `items`) becomes its items.
+fn explode_value(value: Value, position: Position, out: &mut Vec<Piece>) {
     match value {
-        Value::Array(items) => {
-            for (i, value) in items.into_iter().enumerate() {
-                let position = Position {
-                    item: Some(i + 1),
-                    ..position
-                };
-                out.push(Piece::Value {
-                    value,
-                    position,
-                    kind_hint: None,
-                });
-            }
-        }
-        Value::Object(mut map) if is_list_kind(map.get("kind")) && map.contains_key("items") => {
-            let hint = item_kind_hint(map.get("kind"));
+        Value::Array(items) => push_items(out, items.into_iter().map(Body::Value), position, None),
+        Value::Object(mut map)
+            if map.get("kind").and_then(Value::as_str).is_some_and(is_list_kind)
+                && map.get("items").is_some_and(Value::is_array) =>
+        {
+            let hint = map.get("kind").and_then(Value::as_str).and_then(item_kind_hint);
             if let Some(Value::Array(items)) = map.remove("items") {
-                for (i, value) in items.into_iter().enumerate() {
-                    let position = Position {
-                        item: Some(i + 1),
-                        ..position
-                    };
-                    out.push(Piece::Value {
-                        value,
-                        position,
-                        kind_hint: hint.clone(),
-                    });
-                }
+                push_items(out, items.into_iter().map(Body::Value), position, hint);
             }
         }
-        value => out.push(Piece::Value {
-            value,
-            position,
-            kind_hint: hint,
-        }),
+        value => out.push(Piece { body: Body::Value(value), position, kind_hint: None }),
     }
 }
 
-fn is_list_kind(kind: Option<&Value>) -> bool {
-    kind.and_then(Value::as_str)
-        .is_some_and(|k| k.ends_with("List"))
+fn is_list_kind(kind: &str) -> bool {
+    kind.ends_with("List")
 }
 
 /// `PodList` items may omit their kind; `List` items never do.
-fn item_kind_hint(kind: Option<&Value>) -> Option<String> {
-    let kind = kind.and_then(Value::as_str)?.strip_suffix("List")?;
+fn item_kind_hint(list_kind: &str) -> Option<String> {
+    let kind = list_kind.strip_suffix("List")?;
     (!kind.is_empty()).then(|| kind.to_string())
 }
 
@@ -334,29 +319,16 @@ fn item_kind_hint(kind: Option<&Value>) -> Option<String> {
 fn yaml_pieces(text: &str, source_name: &str) -> Result<Vec<Piece>, SnapshotError> {
     let mut pieces = Vec::new();
     for doc in split::documents(text) {
-        let position = Position {
-            document: doc.number,
-            item: None,
-        };
-        match split::list_items(doc.text) {
-            Some(items) if is_yaml_list_document(doc.text) => {
-                let hint = yaml_top_level_kind(doc.text)
-                    .and_then(|k| item_kind_hint(Some(&Value::String(k.to_string()))));
-                for (i, text) in items.into_iter().enumerate() {
-                    let position = Position {
-                        item: Some(i + 1),
-                        ..position
-                    };
-                    pieces.push(Piece::Yaml {
-                        text,
-                        position,
-                        kind_hint: hint.clone(),
-                    });
-                }
+        let position = Position { document: doc.number, item: None };
+        let list_kind = yaml_top_level_kind(doc.text).filter(|k| is_list_kind(k));
+        match list_kind.and_then(|kind| Some((kind, split::list_items(doc.text)?))) {
+            Some((kind, items)) => {
+                let items = items.into_iter().map(Body::Yaml);
+                push_items(&mut pieces, items, position, item_kind_hint(kind));
             }
-            _ => {
+            None => {
                 let value = parse_yaml(doc.text, position, source_name)?;
-                explode_value(value, position, None, &mut pieces);
+                explode_value(value, position, &mut pieces);
             }
         }
     }
@@ -368,10 +340,6 @@ fn yaml_top_level_kind(doc: &str) -> Option<&str> {
     doc.lines()
         .find_map(|l| l.strip_prefix("kind:"))
         .map(|k| k.trim().trim_matches(|c| c == '"' || c == '\''))
-}
-
-fn is_yaml_list_document(doc: &str) -> bool {
-    yaml_top_level_kind(doc).is_some_and(|k| k.ends_with("List"))
 }
 
 fn parse_yaml(text: &str, position: Position, source_name: &str) -> Result<Value, SnapshotError> {
@@ -421,10 +389,7 @@ fn decode_all(pieces: Vec<Piece>, source_name: &str) -> Result<Vec<Object>, Snap
             .into_iter()
             .map(|chunk| {
                 scope.spawn(move || {
-                    chunk
-                        .into_iter()
-                        .map(|p| decode(p, source_name))
-                        .collect::<Result<Vec<_>, _>>()
+                    chunk.into_iter().map(|p| decode(p, source_name)).collect::<Result<Vec<_>, _>>()
                 })
             })
             .collect();
@@ -440,31 +405,13 @@ fn decode_all(pieces: Vec<Piece>, source_name: &str) -> Result<Vec<Object>, Snap
 }
 
 fn decode(piece: Piece, source_name: &str) -> Result<Object, SnapshotError> {
-    let (value, position, hint) = match piece {
-        Piece::Value {
-            value,
-            position,
-            kind_hint,
-        } => (value, position, kind_hint),
-        Piece::Yaml {
-            text,
-            position,
-            kind_hint,
-        } => (
-            parse_yaml(&text, position, source_name)?,
-            position,
-            kind_hint,
-        ),
+    let Piece { body, position, kind_hint } = piece;
+    let value = match body {
+        Body::Value(value) => value,
+        Body::Yaml(text) => parse_yaml(&text, position, source_name)?,
     };
-    let api_version = value
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let kind = value
-        .get("kind")
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .or(hint);
+    let api_version = value.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
+    let kind = value.get("kind").and_then(Value::as_str).map(str::to_string).or(kind_hint);
     let name = object_name(&value);
     let object_error = |kind: &str, field: String, message: String| {
         SnapshotError::Object(Box::new(ObjectError {
@@ -478,11 +425,7 @@ fn decode(piece: Piece, source_name: &str) -> Result<Object, SnapshotError> {
     };
     let Some(kind) = kind else {
         if !value.is_object() {
-            return Err(object_error(
-                "<no kind>",
-                ".".into(),
-                "not an object".into(),
-            ));
+            return Err(object_error("<no kind>", ".".into(), "not an object".into()));
         }
         return Err(object_error("<no kind>", "kind".into(), "missing".into()));
     };
@@ -541,9 +484,7 @@ fn pod_view_error(error: PodViewError) -> (String, String) {
 fn node_view_error(error: NodeViewError) -> (String, String) {
     match error {
         NodeViewError::Resources { field, error, .. } => (field.to_string(), error.to_string()),
-        NodeViewError::TaintEffect {
-            index, key, effect, ..
-        } => (
+        NodeViewError::TaintEffect { index, key, effect, .. } => (
             format!("spec.taints[{index}].effect"),
             format!(
                 "unknown effect {effect:?} on taint {key:?}, \
@@ -556,9 +497,7 @@ fn node_view_error(error: NodeViewError) -> (String, String) {
 fn object_name(value: &Value) -> String {
     let meta = value.get("metadata");
     let name = meta.and_then(|m| m.get("name")).and_then(Value::as_str);
-    let namespace = meta
-        .and_then(|m| m.get("namespace"))
-        .and_then(Value::as_str);
+    let namespace = meta.and_then(|m| m.get("namespace")).and_then(Value::as_str);
     match (namespace, name) {
         (Some(ns), Some(name)) => format!("{ns}/{name}"),
         (None, Some(name)) => name.to_string(),

@@ -28,11 +28,7 @@ fn pool() -> Vec<ResourceName> {
 fn vector(values: impl Strategy<Value = i64> + Clone) -> impl Strategy<Value = ResourceVector> {
     let n = pool().len();
     proptest::collection::vec(proptest::option::of(values), n).prop_map(|slots| {
-        pool()
-            .into_iter()
-            .zip(slots)
-            .filter_map(|(name, v)| v.map(|v| (name, v)))
-            .collect()
+        pool().into_iter().zip(slots).filter_map(|(name, v)| v.map(|v| (name, v))).collect()
     })
 }
 

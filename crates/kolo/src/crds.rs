@@ -27,10 +27,7 @@ mod tests {
         let text = String::from_utf8(out).unwrap();
         let parsed: Vec<CustomResourceDefinition> = serde_saphyr::from_multiple(&text).unwrap();
         assert_eq!(parsed, kolo_api::crd::all_crds());
-        let names: Vec<_> = parsed
-            .iter()
-            .map(|c| c.metadata.name.clone().unwrap())
-            .collect();
+        let names: Vec<_> = parsed.iter().map(|c| c.metadata.name.clone().unwrap()).collect();
         for expected in [
             "nodemetrics.slo.koordinator.sh",
             "nodeslos.slo.koordinator.sh",
@@ -41,10 +38,7 @@ mod tests {
             "elasticquotas.scheduling.sigs.k8s.io",
             "podgroups.scheduling.sigs.k8s.io",
         ] {
-            assert!(
-                names.iter().any(|n| n == expected),
-                "{expected} missing from {names:?}"
-            );
+            assert!(names.iter().any(|n| n == expected), "{expected} missing from {names:?}");
         }
     }
 }

@@ -120,11 +120,7 @@ impl Summary {
         let nodes = NodeCounts {
             total: snapshot.nodes.len(),
             ready: snapshot.nodes.iter().filter(|n| n.view.is_ready()).count(),
-            unschedulable: snapshot
-                .nodes
-                .iter()
-                .filter(|n| n.view.is_unschedulable())
-                .count(),
+            unschedulable: snapshot.nodes.iter().filter(|n| n.view.is_unschedulable()).count(),
         };
 
         let mut pods = PodCounts {
@@ -143,10 +139,7 @@ impl Summary {
         for pod in &snapshot.pods {
             let view = &pod.view;
             *pods.by_qos.entry(view.qos().to_string()).or_default() += 1;
-            *pods
-                .by_priority
-                .entry(view.priority_class().to_string())
-                .or_default() += 1;
+            *pods.by_priority.entry(view.priority_class().to_string()).or_default() += 1;
             if view.is_terminated() {
                 pods.terminated += 1;
             } else if view.is_assigned() {
@@ -158,9 +151,10 @@ impl Summary {
                 pods.pending_unbound += 1;
             }
         }
-        let allocatable = snapshot.nodes.iter().fold(ResourceVector::new(), |sum, n| {
-            sum.saturating_add(n.view.allocatable())
-        });
+        let allocatable = snapshot
+            .nodes
+            .iter()
+            .fold(ResourceVector::new(), |sum, n| sum.saturating_add(n.view.allocatable()));
         let resources = TABLE_RESOURCES
             .iter()
             .map(|&name| ResourceRow {
@@ -174,10 +168,7 @@ impl Summary {
         let objects = BTreeMap::from([
             ("ConfigMap", snapshot.config_maps.len()),
             ("NodeSLO", snapshot.node_slos.len()),
-            (
-                "ClusterColocationProfile",
-                snapshot.colocation_profiles.len(),
-            ),
+            ("ClusterColocationProfile", snapshot.colocation_profiles.len()),
             ("Reservation", snapshot.reservations.len()),
             ("PodMigrationJob", snapshot.pod_migration_jobs.len()),
             ("Device", snapshot.devices.len()),
@@ -198,11 +189,7 @@ impl Summary {
     /// Writes the summary as a few human-readable tables.
     pub fn write_text(&self, out: &mut impl Write) -> std::io::Result<()> {
         let n = &self.nodes;
-        writeln!(
-            out,
-            "Nodes: {} ({} ready, {} unschedulable)",
-            n.total, n.ready, n.unschedulable
-        )?;
+        writeln!(out, "Nodes: {} ({} ready, {} unschedulable)", n.total, n.ready, n.unschedulable)?;
         let p = &self.pods;
         writeln!(
             out,
@@ -220,10 +207,7 @@ impl Summary {
         for row in &self.resources {
             let name = ResourceName::lookup(row.resource).unwrap_or(ResourceName::Pods);
             let percent = if row.allocatable > 0 {
-                format!(
-                    "{:.1}%",
-                    row.requested as f64 * 100.0 / row.allocatable as f64
-                )
+                format!("{:.1}%", row.requested as f64 * 100.0 / row.allocatable as f64)
             } else {
                 "-".to_string()
             };
@@ -266,11 +250,7 @@ impl Summary {
             writeln!(out, "Other objects: {}", counts(&objects))?;
         }
         if !self.skipped_kinds.is_empty() {
-            writeln!(
-                out,
-                "Skipped (not used by kolo): {}",
-                counts(&self.skipped_kinds)
-            )?;
+            writeln!(out, "Skipped (not used by kolo): {}", counts(&self.skipped_kinds))?;
         }
         Ok(())
     }
@@ -283,16 +263,8 @@ fn metric_totals(snapshot: &Snapshot) -> MetricTotals {
     for metric in &snapshot.node_metrics {
         let name = metric.metadata.name.as_deref().unwrap_or("<no name>");
         for (list, sum, field) in [
-            (
-                metric.node_usage(),
-                &mut usage,
-                "status.nodeMetric.nodeUsage",
-            ),
-            (
-                metric.prod_reclaimable(),
-                &mut reclaimable,
-                "status.prodReclaimableMetric",
-            ),
+            (metric.node_usage(), &mut usage, "status.nodeMetric.nodeUsage"),
+            (metric.prod_reclaimable(), &mut reclaimable, "status.prodReclaimableMetric"),
         ] {
             match list.map(ResourceVector::from_resource_list).transpose() {
                 Ok(v) => *sum = sum.saturating_add(&v.unwrap_or_default()),
@@ -333,10 +305,7 @@ fn human(name: ResourceName, amount: i64) -> String {
 }
 
 fn counts<K: std::fmt::Display, V: std::fmt::Display>(map: &BTreeMap<K, V>) -> String {
-    map.iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect::<Vec<_>>()
-        .join(" ")
+    map.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]
@@ -402,47 +371,25 @@ metadata: {name: d}
 "#;
 
     fn row<'a>(summary: &'a Summary, resource: &str) -> &'a ResourceRow {
-        summary
-            .resources
-            .iter()
-            .find(|r| r.resource == resource)
-            .unwrap()
+        summary.resources.iter().find(|r| r.resource == resource).unwrap()
     }
 
     #[test]
     fn counts_and_sums() {
         let snapshot = Snapshot::parse(SNAPSHOT, "test").unwrap();
         let s = Summary::of(&snapshot);
+        assert_eq!(s.nodes, NodeCounts { total: 2, ready: 1, unschedulable: 1 });
         assert_eq!(
-            s.nodes,
-            NodeCounts {
-                total: 2,
-                ready: 1,
-                unschedulable: 1
-            }
-        );
-        assert_eq!(
-            (
-                s.pods.total,
-                s.pods.running_or_bound,
-                s.pods.pending_unbound,
-                s.pods.terminated
-            ),
+            (s.pods.total, s.pods.running_or_bound, s.pods.pending_unbound, s.pods.terminated),
             (4, 2, 1, 1)
         );
         assert_eq!(s.pods.by_qos["LS"], 2, "ls and done are Burstable");
-        assert_eq!(
-            s.pods.by_qos["LSR"], 1,
-            "pending is Guaranteed (limits only)"
-        );
+        assert_eq!(s.pods.by_qos["LSR"], 1, "pending is Guaranteed (limits only)");
         assert_eq!(s.pods.by_qos["BE"], 1);
         assert_eq!(s.pods.by_priority["koord-batch"], 1);
         assert_eq!(s.pods.by_priority["koord-prod"], 3);
         // Only bound, non-terminated pods count as requested.
-        assert_eq!(
-            (row(&s, "cpu").requested, row(&s, "cpu").allocatable),
-            (1500, 8000)
-        );
+        assert_eq!((row(&s, "cpu").requested, row(&s, "cpu").allocatable), (1500, 8000));
         assert_eq!(row(&s, "memory").requested, 1 << 30);
         assert_eq!(row(&s, "pods").requested, 2);
         assert_eq!(row(&s, "kubernetes.io/batch-cpu").requested, 500);
@@ -460,26 +407,11 @@ metadata: {name: d}
         let mut out = Vec::new();
         Summary::of(&snapshot).write_text(&mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
-        assert!(
-            text.contains("Nodes: 2 (1 ready, 1 unschedulable)"),
-            "{text}"
-        );
-        assert!(
-            text.contains("Pods:  4 (2 bound, 1 pending, 1 terminated)"),
-            "{text}"
-        );
+        assert!(text.contains("Nodes: 2 (1 ready, 1 unschedulable)"), "{text}");
+        assert!(text.contains("Pods:  4 (2 bound, 1 pending, 1 terminated)"), "{text}");
         let cpu_line = text.lines().find(|l| l.starts_with("cpu ")).unwrap();
-        assert!(
-            cpu_line.contains("1500m") && cpu_line.contains("18.8%"),
-            "{cpu_line}"
-        );
-        assert!(
-            text.contains("prod reclaimable: cpu 1200m memory 0"),
-            "{text}"
-        );
-        assert!(
-            text.contains("Skipped (not used by kolo): apps/v1 Deployment=1"),
-            "{text}"
-        );
+        assert!(cpu_line.contains("1500m") && cpu_line.contains("18.8%"), "{cpu_line}");
+        assert!(text.contains("prod reclaimable: cpu 1200m memory 0"), "{text}");
+        assert!(text.contains("Skipped (not used by kolo): apps/v1 Deployment=1"), "{text}");
     }
 }

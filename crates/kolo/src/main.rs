@@ -66,9 +66,9 @@ fn main() -> ExitCode {
         Command::Version => {
             writeln!(std::io::stdout(), "kolo {}", env!("CARGO_PKG_VERSION")).map_err(Into::into)
         }
-        Command::Snapshot {
-            command: SnapshotCommand::Inspect { files, output },
-        } => inspect::run(&files, output, &mut std::io::stdout().lock()),
+        Command::Snapshot { command: SnapshotCommand::Inspect { files, output } } => {
+            inspect::run(&files, output, &mut std::io::stdout().lock())
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

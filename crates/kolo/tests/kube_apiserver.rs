@@ -42,11 +42,7 @@ fn kubeconfig() -> Option<PathBuf> {
 fn run(cmd: &mut Command, stdin: Option<&[u8]>) -> Output {
     let description = format!("{cmd:?}");
     let mut child = cmd
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
+        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -108,10 +104,7 @@ fn crds_are_accepted_and_a_dumped_node_metric_round_trips() {
         metadata.remove(field);
     }
     let status = object.as_object_mut().unwrap().remove("status").unwrap();
-    run(
-        kubectl(&config).args(["apply", "-f", "-"]),
-        Some(object.to_string().as_bytes()),
-    );
+    run(kubectl(&config).args(["apply", "-f", "-"]), Some(object.to_string().as_bytes()));
     let patch = serde_json::json!({ "status": status }).to_string();
     run(
         kubectl(&config).args([
@@ -127,11 +120,7 @@ fn crds_are_accepted_and_a_dumped_node_metric_round_trips() {
     );
 
     // 3. Read it back the way an operator would dump a cluster.
-    let dump = run(
-        kubectl(&config).args(["get", "nodemetrics", "-o", "yaml"]),
-        None,
-    )
-    .stdout;
+    let dump = run(kubectl(&config).args(["get", "nodemetrics", "-o", "yaml"]), None).stdout;
     let dir = tempfile::tempdir().unwrap();
     let dump_path = dir.path().join("nodemetrics.yaml");
     std::fs::write(&dump_path, &dump).unwrap();
@@ -147,23 +136,11 @@ fn crds_are_accepted_and_a_dumped_node_metric_round_trips() {
     assert_eq!(stored.spec, original.spec);
 
     // 4. kolo snapshot inspect reads the dump.
-    let json = run(
-        kolo()
-            .args(["snapshot", "inspect", "-o", "json"])
-            .arg(&dump_path),
-        None,
-    )
-    .stdout;
+    let json = run(kolo().args(["snapshot", "inspect", "-o", "json"]).arg(&dump_path), None).stdout;
     let summary: serde_json::Value = serde_json::from_slice(&json).unwrap();
     assert_eq!(summary["node_metrics"]["count"], 1, "{summary}");
-    assert_eq!(
-        summary["node_metrics"]["node_usage"]["cpu"], 515,
-        "{summary}"
-    );
-    assert_eq!(
-        summary["node_metrics"]["prod_reclaimable"]["cpu"], 2380,
-        "{summary}"
-    );
+    assert_eq!(summary["node_metrics"]["node_usage"]["cpu"], 515, "{summary}");
+    assert_eq!(summary["node_metrics"]["prod_reclaimable"]["cpu"], 2380, "{summary}");
     let text = run(kolo().args(["snapshot", "inspect"]).arg(&dump_path), None).stdout;
     let text = String::from_utf8(text).unwrap();
     assert!(text.contains("prod reclaimable: cpu 2380m"), "{text}");

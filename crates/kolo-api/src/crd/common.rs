@@ -89,9 +89,7 @@ pub fn parse_go_duration(input: &str) -> Option<Duration> {
     let mut total: u128 = 0; // nanoseconds
     let mut rest = s;
     while !rest.is_empty() {
-        let int_len = rest
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(rest.len());
+        let int_len = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
         let (int_part, after_int) = rest.split_at(int_len);
         let (frac_part, after_num) = match after_int.strip_prefix('.') {
             Some(f) => {
@@ -103,9 +101,8 @@ pub fn parse_go_duration(input: &str) -> Option<Duration> {
         if int_part.is_empty() && frac_part.is_empty() {
             return None;
         }
-        let unit_len = after_num
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(after_num.len());
+        let unit_len =
+            after_num.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(after_num.len());
         let (unit, next) = after_num.split_at(unit_len);
         let unit_nanos: u128 = match unit {
             "ns" => 1,
@@ -116,11 +113,7 @@ pub fn parse_go_duration(input: &str) -> Option<Duration> {
             "h" => 3_600 * 1_000_000_000,
             _ => return None,
         };
-        let whole: u128 = if int_part.is_empty() {
-            0
-        } else {
-            int_part.parse().ok()?
-        };
+        let whole: u128 = if int_part.is_empty() { 0 } else { int_part.parse().ok()? };
         total = total.checked_add(whole.checked_mul(unit_nanos)?)?;
         if !frac_part.is_empty() {
             // Exact: scale the fraction digits by the unit, truncating below 1ns.

@@ -257,11 +257,7 @@ fn find_aggregated<'a>(
 ) -> Option<&'a ResourceList> {
     usages?
         .iter()
-        .find(|u| {
-            u.duration
-                .as_deref()
-                .is_some_and(|d| same_go_duration(d, duration))
-        })?
+        .find(|u| u.duration.as_deref().is_some_and(|d| same_go_duration(d, duration)))?
         .usage
         .as_ref()?
         .get(aggregation.as_str())?
@@ -280,11 +276,7 @@ impl NodeMetric {
         aggregation: AggregationType,
     ) -> Option<&ResourceList> {
         let info = self.status.as_ref()?.node_metric.as_ref()?;
-        find_aggregated(
-            info.aggregated_node_usages.as_deref(),
-            duration,
-            aggregation,
-        )
+        find_aggregated(info.aggregated_node_usages.as_deref(), duration, aggregation)
     }
 
     /// Like [`Self::aggregated_node_usage`], for the system usage.
@@ -294,35 +286,17 @@ impl NodeMetric {
         aggregation: AggregationType,
     ) -> Option<&ResourceList> {
         let info = self.status.as_ref()?.node_metric.as_ref()?;
-        find_aggregated(
-            info.aggregated_system_usages.as_deref(),
-            duration,
-            aggregation,
-        )
+        find_aggregated(info.aggregated_system_usages.as_deref(), duration, aggregation)
     }
 
     /// The average node usage over the aggregate window.
     pub fn node_usage(&self) -> Option<&ResourceList> {
-        self.status
-            .as_ref()?
-            .node_metric
-            .as_ref()?
-            .node_usage
-            .as_ref()?
-            .resources
-            .as_ref()
+        self.status.as_ref()?.node_metric.as_ref()?.node_usage.as_ref()?.resources.as_ref()
     }
 
     /// The average system usage over the aggregate window.
     pub fn system_usage(&self) -> Option<&ResourceList> {
-        self.status
-            .as_ref()?
-            .node_metric
-            .as_ref()?
-            .system_usage
-            .as_ref()?
-            .resources
-            .as_ref()
+        self.status.as_ref()?.node_metric.as_ref()?.system_usage.as_ref()?.resources.as_ref()
     }
 
     /// The resources predicted reclaimable from Prod pods.
@@ -339,14 +313,7 @@ impl NodeMetric {
 
     /// The predicted peak usage of Prod pods.
     pub fn prod_peak(&self) -> Option<&ResourceList> {
-        self.status
-            .as_ref()?
-            .prod_peak_metric
-            .as_ref()?
-            .resource
-            .as_ref()?
-            .resources
-            .as_ref()
+        self.status.as_ref()?.prod_peak_metric.as_ref()?.resource.as_ref()?.resources.as_ref()
     }
 
     /// The metrics of the pod `namespace/name`, if reported.

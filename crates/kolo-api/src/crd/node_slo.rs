@@ -42,36 +42,20 @@ pub struct NodeSLOSpec {
     )]
     pub resource_used_threshold_with_be: Option<ResourceThresholdStrategy>,
     /// Per-QoS-class cgroup/resctrl/network settings.
-    #[serde(
-        default,
-        rename = "resourceQOSStrategy",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, rename = "resourceQOSStrategy", skip_serializing_if = "Option::is_none")]
     pub resource_qos_strategy: Option<ResourceQOSStrategy>,
     /// CPU burst configuration.
-    #[serde(
-        default,
-        rename = "cpuBurstStrategy",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, rename = "cpuBurstStrategy", skip_serializing_if = "Option::is_none")]
     pub cpu_burst_strategy: Option<CPUBurstStrategy>,
     /// Node-wide kernel settings.
-    #[serde(
-        default,
-        rename = "systemStrategy",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, rename = "systemStrategy", skip_serializing_if = "Option::is_none")]
     pub system_strategy: Option<SystemStrategy>,
     /// Third-party extensions, kept as is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "preserved_object_schema")]
     pub extensions: Option<JsonObject>,
     /// QoS management of out-of-band (non-pod) applications.
-    #[serde(
-        default,
-        rename = "hostApplications",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, rename = "hostApplications", skip_serializing_if = "Option::is_none")]
     pub host_applications: Option<Vec<HostApplicationSpec>>,
 }
 
@@ -195,11 +179,7 @@ pub struct ResourceQOSPolicies {
     #[serde(default, rename = "cpuPolicy", skip_serializing_if = "Option::is_none")]
     pub cpu_policy: Option<String>,
     /// `tc` (default) or `terway-qos`.
-    #[serde(
-        default,
-        rename = "netQOSPolicy",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, rename = "netQOSPolicy", skip_serializing_if = "Option::is_none")]
     pub net_qos_policy: Option<String>,
 }
 
@@ -216,18 +196,10 @@ pub struct ResourceQOS {
     #[serde(default, rename = "blkioQOS", skip_serializing_if = "Option::is_none")]
     pub blkio_qos: Option<BlkIOQOSCfg>,
     /// LLC and memory bandwidth (resctrl) QoS.
-    #[serde(
-        default,
-        rename = "resctrlQOS",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, rename = "resctrlQOS", skip_serializing_if = "Option::is_none")]
     pub resctrl_qos: Option<ResctrlQOSCfg>,
     /// Network bandwidth QoS.
-    #[serde(
-        default,
-        rename = "networkQOS",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, rename = "networkQOS", skip_serializing_if = "Option::is_none")]
     pub network_qos: Option<NetworkQOSCfg>,
 }
 
@@ -345,96 +317,48 @@ pub struct IOCfg {
     #[schemars(range(min = 0))]
     pub write_bps: Option<i64>,
     /// blk-iocost weight of the group, 1..100 (default 100).
-    #[serde(
-        default,
-        rename = "ioWeightPercent",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, rename = "ioWeightPercent", skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 100))]
     pub io_weight_percent: Option<i64>,
     /// blk-iocost read latency target, microseconds (root class only).
-    #[serde(
-        default,
-        rename = "readLatency",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, rename = "readLatency", skip_serializing_if = "Option::is_none")]
     pub read_latency: Option<i64>,
     /// blk-iocost write latency target, microseconds (root class only).
-    #[serde(
-        default,
-        rename = "writeLatency",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, rename = "writeLatency", skip_serializing_if = "Option::is_none")]
     pub write_latency: Option<i64>,
     /// blk-iocost read latency percentile, 0..100.
-    #[serde(
-        default,
-        rename = "readLatencyPercent",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, rename = "readLatencyPercent", skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0, max = 100))]
     pub read_latency_percent: Option<i64>,
     /// blk-iocost write latency percentile, 0..100.
-    #[serde(
-        default,
-        rename = "writeLatencyPercent",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, rename = "writeLatencyPercent", skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0, max = 100))]
     pub write_latency_percent: Option<i64>,
     /// Whether the blk-iocost cost model below is used (default false).
-    #[serde(
-        default,
-        rename = "enableUserModel",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, rename = "enableUserModel", skip_serializing_if = "Option::is_none")]
     pub enable_user_model: Option<bool>,
     /// Cost model: read bytes per second.
-    #[serde(
-        default,
-        rename = "modelReadBPS",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, rename = "modelReadBPS", skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub model_read_bps: Option<i64>,
     /// Cost model: write bytes per second.
-    #[serde(
-        default,
-        rename = "modelWriteBPS",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, rename = "modelWriteBPS", skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub model_write_bps: Option<i64>,
     /// Cost model: sequential read IOPS.
-    #[serde(
-        default,
-        rename = "modelReadSeqIOPS",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, rename = "modelReadSeqIOPS", skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub model_read_seq_iops: Option<i64>,
     /// Cost model: sequential write IOPS.
-    #[serde(
-        default,
-        rename = "modelWriteSeqIOPS",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, rename = "modelWriteSeqIOPS", skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub model_write_seq_iops: Option<i64>,
     /// Cost model: random read IOPS.
-    #[serde(
-        default,
-        rename = "modelReadRandIOPS",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, rename = "modelReadRandIOPS", skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub model_read_rand_iops: Option<i64>,
     /// Cost model: random write IOPS.
-    #[serde(
-        default,
-        rename = "modelWriteRandIOPS",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, rename = "modelWriteRandIOPS", skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub model_write_rand_iops: Option<i64>,
 }
@@ -447,27 +371,15 @@ pub struct ResctrlQOSCfg {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enable: Option<bool>,
     /// Start of the LLC ways range, percent.
-    #[serde(
-        default,
-        rename = "catRangeStartPercent",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, rename = "catRangeStartPercent", skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0, max = 100))]
     pub cat_range_start_percent: Option<i64>,
     /// End of the LLC ways range, percent.
-    #[serde(
-        default,
-        rename = "catRangeEndPercent",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, rename = "catRangeEndPercent", skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0, max = 100))]
     pub cat_range_end_percent: Option<i64>,
     /// Memory bandwidth, percent.
-    #[serde(
-        default,
-        rename = "mbaPercent",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, rename = "mbaPercent", skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0, max = 100))]
     pub mba_percent: Option<i64>,
 }
@@ -512,11 +424,7 @@ pub struct CPUBurstStrategy {
     #[schemars(range(min = 0, max = 10000))]
     pub cpu_burst_percent: Option<i64>,
     /// Ceiling of the CFS quota scale-up, percent (default 300).
-    #[serde(
-        default,
-        rename = "cfsQuotaBurstPercent",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, rename = "cfsQuotaBurstPercent", skip_serializing_if = "Option::is_none")]
     pub cfs_quota_burst_percent: Option<i64>,
     /// How long a pod may stay scaled up, seconds (default -1: unlimited).
     #[serde(
@@ -541,11 +449,7 @@ pub struct SystemStrategy {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub watermark_scale_factor: Option<i64>,
     /// `memcg_reaper/reap_background`, 0 or 1.
-    #[serde(
-        default,
-        rename = "memcgReapBackGround",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, rename = "memcgReapBackGround", skip_serializing_if = "Option::is_none")]
     pub memcg_reap_background: Option<i64>,
     /// `mm/pagecache_limit/enabled` (Anolis OS), 0 or 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]

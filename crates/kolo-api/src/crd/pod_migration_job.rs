@@ -56,22 +56,14 @@ pub const PMJ_PHASE_ABORTED: &str = "Aborted";
         json_path = ".status.status",
         description = "The status of PodMigrationJob"
     ),
-    printcolumn(
-        name = "Age",
-        type_ = "date",
-        json_path = ".metadata.creationTimestamp"
-    ),
+    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp"),
     printcolumn(name = "Node", type_ = "string", json_path = ".status.nodeName"),
     printcolumn(
         name = "Reservation",
         type_ = "string",
         json_path = ".spec.reservationOptions.reservationRef.name"
     ),
-    printcolumn(
-        name = "PodNamespace",
-        type_ = "string",
-        json_path = ".spec.podRef.namespace"
-    ),
+    printcolumn(name = "PodNamespace", type_ = "string", json_path = ".spec.podRef.namespace"),
     printcolumn(name = "Pod", type_ = "string", json_path = ".spec.podRef.name"),
     printcolumn(name = "NewPod", type_ = "string", json_path = ".status.podRef.name"),
     printcolumn(name = "TTL", type_ = "string", json_path = ".spec.ttl")
@@ -150,11 +142,7 @@ pub struct PodMigrationJobStatus {
     pub preempted_pods_ref: Option<Vec<ObjectReference>>,
     /// Reservations created for preempted pods (JSON name
     /// `preemptedPodsReservation`, singular as in the reference).
-    #[serde(
-        default,
-        rename = "preemptedPodsReservation",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, rename = "preemptedPodsReservation", skip_serializing_if = "Option::is_none")]
     pub preempted_pods_reservations: Option<Vec<PodMigrationJobPreemptedReservation>>,
 }
 

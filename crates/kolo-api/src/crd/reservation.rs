@@ -51,11 +51,7 @@ pub const RESERVATION_PHASE_FAILED: &str = "Failed";
         json_path = ".status.phase",
         description = "The phase of reservation"
     ),
-    printcolumn(
-        name = "Age",
-        type_ = "date",
-        json_path = ".metadata.creationTimestamp"
-    ),
+    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp"),
     printcolumn(name = "Node", type_ = "string", json_path = ".status.nodeName"),
     printcolumn(name = "TTL", type_ = "string", json_path = ".spec.ttl"),
     printcolumn(name = "Expires", type_ = "string", json_path = ".spec.expires")

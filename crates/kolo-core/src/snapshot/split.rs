@@ -32,10 +32,7 @@ pub fn documents(stream: &str) -> Vec<Document<'_>> {
         let text = &stream[start..end];
         *number += 1;
         if has_content(text) {
-            out.push(Document {
-                number: *number,
-                text,
-            });
+            out.push(Document { number: *number, text });
         }
     };
     for line in stream.split_inclusive('\n') {
@@ -121,9 +118,7 @@ pub fn list_items(doc: &str) -> Option<Vec<String>> {
 /// which tie items together. Errs on the side of "yes": a quoted string that
 /// merely contains ": &" only costs the fast path.
 fn may_use_anchors(doc: &str) -> bool {
-    [": &", "- &", ": *", "- *", "<<:"]
-        .iter()
-        .any(|p| doc.contains(p))
+    [": &", "- &", ": *", "- *", "<<:"].iter().any(|p| doc.contains(p))
 }
 
 fn is_blank(line: &str) -> bool {
@@ -180,10 +175,7 @@ mod tests {
         let cases = [
             ("flow list", "kind: List\nitems: [{kind: Pod}]\n"),
             ("anchor", "kind: List\nitems:\n- &a\n  kind: Pod\n- *a\n"),
-            (
-                "merge key",
-                "kind: List\nitems:\n- kind: Pod\n  <<: {a: 1}\n",
-            ),
+            ("merge key", "kind: List\nitems:\n- kind: Pod\n  <<: {a: 1}\n"),
             ("tab", "kind: List\nitems:\n-\tkind: Pod\n"),
             ("dash alone", "kind: List\nitems:\n-\n  kind: Pod\n"),
             ("no items", "kind: Pod\nmetadata:\n  name: a\n"),

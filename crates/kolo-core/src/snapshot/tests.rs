@@ -52,10 +52,7 @@ fn multi_document_yaml_with_unknown_kinds() {
     assert_eq!(s.pods.len(), 1);
     assert_eq!(s.config_maps.len(), 1);
     assert_eq!(s.object_count(), 3);
-    assert_eq!(
-        s.skipped_kinds,
-        BTreeMap::from([("apps/v1 Deployment".to_string(), 2)])
-    );
+    assert_eq!(s.skipped_kinds, BTreeMap::from([("apps/v1 Deployment".to_string(), 2)]));
     assert_eq!(s.nodes[0].view.name(), "node-a");
     assert_eq!(s.pods[0].view.name(), "web");
     assert_eq!(s.pods[0].view.qos(), kolo_api::QoSClass::LS);
@@ -112,10 +109,8 @@ fn typed_list_items_may_omit_their_kind() {
 
 #[test]
 fn errors_name_document_object_and_field() {
-    let bad_priority = POD.replace(
-        "  nodeName: node-a\n",
-        "  nodeName: node-a\n  priority: high\n",
-    );
+    let bad_priority =
+        POD.replace("  nodeName: node-a\n", "  nodeName: node-a\n  priority: high\n");
     let cases: Vec<(&str, String, &str)> = vec![
         (
             "wrong type",
@@ -155,10 +150,7 @@ fn errors_name_document_object_and_field() {
     ];
     for (case, text, expected) in cases {
         let got = error(&text);
-        assert!(
-            got.starts_with(expected),
-            "{case}:\n got: {got}\nwant: {expected}..."
-        );
+        assert!(got.starts_with(expected), "{case}:\n got: {got}\nwant: {expected}...");
     }
 }
 
@@ -192,17 +184,13 @@ fn reads_files_and_reports_missing_ones() {
     assert_eq!(s.object_count(), 2);
     let missing = dir.path().join("missing.yaml");
     let err = Snapshot::load(&missing).unwrap_err().to_string();
-    assert!(
-        err.starts_with(&format!("reading {}: ", missing.display())),
-        "{err}"
-    );
+    assert!(err.starts_with(&format!("reading {}: ", missing.display())), "{err}");
 }
 
 #[test]
 fn many_pieces_decode_in_parallel_in_input_order() {
-    let items: Vec<String> = (0..1500)
-        .map(|i| POD.replace("name: web", &format!("name: web-{i}")))
-        .collect();
+    let items: Vec<String> =
+        (0..1500).map(|i| POD.replace("name: web", &format!("name: web-{i}"))).collect();
     let refs: Vec<&str> = items.iter().map(String::as_str).collect();
     let s = snapshot(&kubectl_list(&refs));
     assert_eq!(s.pods.len(), 1500);
