@@ -758,13 +758,21 @@ impl schemars::JsonSchema for Quantity {
     }
 
     fn json_schema(_generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
-            "description": "A Kubernetes quantity: a number with an optional SI, binary or exponent suffix, e.g. \"100m\", \"1.5\", \"2Gi\" or \"1e3\".",
-            "anyOf": [{ "type": "integer" }, { "type": "string" }],
-            "pattern": "^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|[eE][+-]?[0-9]+)?$",
-            "x-kubernetes-int-or-string": true
-        })
+        kubernetes_schema()
     }
+}
+
+/// The pattern the Kubernetes API server's OpenAPI schema gives quantities.
+const KUBERNETES_PATTERN: &str = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$";
+
+/// The schema of a quantity as the API server validates it: an int-or-string
+/// matching [`KUBERNETES_PATTERN`]. Structural, so CRDs can use it.
+pub(crate) fn kubernetes_schema() -> schemars::Schema {
+    schemars::json_schema!({
+        "description": "A Kubernetes quantity: a number with an optional SI, binary or exponent suffix, e.g. \"100m\", \"1.5\", \"2Gi\" or \"1e3\".",
+        "x-kubernetes-int-or-string": true,
+        "pattern": KUBERNETES_PATTERN,
+    })
 }
 
 #[cfg(test)]

@@ -11,6 +11,9 @@
 //! [`NodeView`], so a malformed quantity is reported with the document it
 //! came from rather than surfacing later inside an algorithm.
 
+mod block_yaml;
+mod decode;
+mod pieces;
 mod split;
 
 use std::collections::BTreeMap;
@@ -23,11 +26,11 @@ use kolo_api::crd::{
     ClusterColocationProfile, Device, ElasticQuota, NodeMetric, NodeSLO, PodGroup, PodMigrationJob,
     Reservation,
 };
-use serde::de::DeserializeOwned;
-use serde_json::Value;
 
-use crate::node::{NodeView, NodeViewError};
-use crate::pod::{PodView, PodViewError};
+use self::decode::{Object, decode};
+use self::pieces::{Piece, pieces};
+use crate::node::NodeView;
+use crate::pod::PodView;
 
 /// An object together with the view kolo's algorithms use.
 #[derive(Debug, Clone)]
@@ -172,12 +175,7 @@ impl Snapshot {
     /// Adds the objects in `text` to this snapshot. On error the snapshot is
     /// left as it was.
     pub fn add_text(&mut self, text: &str, source_name: &str) -> Result<(), SnapshotError> {
-        let pieces = if looks_like_json(text) {
-            json_pieces(text, source_name)?
-        } else {
-            yaml_pieces(text, source_name)?
-        };
-        let objects = decode_all(pieces, source_name)?;
+        let objects = decode_all(pieces(text, source_name)?, source_name)?;
         for object in objects {
             self.push(object);
         }
@@ -217,159 +215,6 @@ impl Snapshot {
     }
 }
 
-/// One decoded object.
-enum Object {
-    Node(Box<Viewed<Node, NodeView>>),
-    Pod(Box<Viewed<Pod, PodView>>),
-    ConfigMap(Box<ConfigMap>),
-    NodeMetric(Box<NodeMetric>),
-    NodeSLO(Box<NodeSLO>),
-    ColocationProfile(Box<ClusterColocationProfile>),
-    Reservation(Box<Reservation>),
-    PodMigrationJob(Box<PodMigrationJob>),
-    Device(Box<Device>),
-    ElasticQuota(Box<ElasticQuota>),
-    PodGroup(Box<PodGroup>),
-    Skipped(String),
-}
-
-/// A piece of input still to be decoded, and where it came from.
-struct Piece {
-    body: Body,
-    position: Position,
-    /// The kind to assume when the object has none (items of a typed list
-    /// such as `PodList` may omit it).
-    kind_hint: Option<String>,
-}
-
-/// YAML text still to be parsed, or an already-parsed value.
-enum Body {
-    Yaml(String),
-    Value(Value),
-}
-
-/// Appends one piece per list item, numbered from 1 inside `document`.
-fn push_items(
-    out: &mut Vec<Piece>,
-    items: impl IntoIterator<Item = Body>,
-    document: Position,
-    kind_hint: Option<String>,
-) {
-    out.extend(items.into_iter().enumerate().map(|(i, body)| Piece {
-        body,
-        position: Position { item: Some(i + 1), ..document },
-        kind_hint: kind_hint.clone(),
-    }));
-}
-
-fn looks_like_json(text: &str) -> bool {
-    matches!(text.trim_start().as_bytes().first(), Some(b'{' | b'['))
-}
-
-/// Splits JSON input into values: a stream of top-level values, each an
-/// object, a list object (`items`), or an array of objects.
-fn json_pieces(text: &str, source_name: &str) -> Result<Vec<Piece>, SnapshotError> {
-    let mut pieces = Vec::new();
-    let stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
-    for (index, value) in stream.enumerate() {
-        let position = Position { document: index + 1, item: None };
-        let value = value.map_err(|e| {
-            SnapshotError::Syntax(Box::new(SyntaxError {
-                source_name: source_name.to_string(),
-                position,
-                format: "JSON",
-                message: e.to_string(),
-            }))
-        })?;
-        explode_value(value, position, &mut pieces);
-    }
-    Ok(pieces)
-}
-
-/// Turns one parsed document into pieces: a list (an array, or an object
-/// whose kind ends in `List` and that has `items`) becomes its items.
-fn explode_value(value: Value, position: Position, out: &mut Vec<Piece>) {
-    match value {
-        Value::Array(items) => push_items(out, items.into_iter().map(Body::Value), position, None),
-        Value::Object(mut map)
-            if map.get("kind").and_then(Value::as_str).is_some_and(is_list_kind)
-                && map.get("items").is_some_and(Value::is_array) =>
-        {
-            let hint = map.get("kind").and_then(Value::as_str).and_then(item_kind_hint);
-            if let Some(Value::Array(items)) = map.remove("items") {
-                push_items(out, items.into_iter().map(Body::Value), position, hint);
-            }
-        }
-        value => out.push(Piece { body: Body::Value(value), position, kind_hint: None }),
-    }
-}
-
-fn is_list_kind(kind: &str) -> bool {
-    kind.ends_with("List")
-}
-
-/// `PodList` items may omit their kind; `List` items never do.
-fn item_kind_hint(list_kind: &str) -> Option<String> {
-    let kind = list_kind.strip_suffix("List")?;
-    (!kind.is_empty()).then(|| kind.to_string())
-}
-
-/// Splits YAML input into pieces: one per document, and one per item of a
-/// list document when [`split::list_items`] can cut it safely.
-fn yaml_pieces(text: &str, source_name: &str) -> Result<Vec<Piece>, SnapshotError> {
-    let mut pieces = Vec::new();
-    for doc in split::documents(text) {
-        let position = Position { document: doc.number, item: None };
-        let list_kind = yaml_top_level_kind(doc.text).filter(|k| is_list_kind(k));
-        match list_kind.and_then(|kind| Some((kind, split::list_items(doc.text)?))) {
-            Some((kind, items)) => {
-                let items = items.into_iter().map(Body::Yaml);
-                push_items(&mut pieces, items, position, item_kind_hint(kind));
-            }
-            None => {
-                let value = parse_yaml(doc.text, position, source_name)?;
-                explode_value(value, position, &mut pieces);
-            }
-        }
-    }
-    Ok(pieces)
-}
-
-/// The value of a top-level `kind:` line, if the document has one.
-fn yaml_top_level_kind(doc: &str) -> Option<&str> {
-    doc.lines()
-        .find_map(|l| l.strip_prefix("kind:"))
-        .map(|k| k.trim().trim_matches(|c| c == '"' || c == '\''))
-}
-
-fn parse_yaml(text: &str, position: Position, source_name: &str) -> Result<Value, SnapshotError> {
-    serde_saphyr::from_str_with_options(text, yaml_options(text.len())).map_err(|e| {
-        SnapshotError::Syntax(Box::new(SyntaxError {
-            source_name: source_name.to_string(),
-            position,
-            format: "YAML",
-            message: e.to_string(),
-        }))
-    })
-}
-
-/// serde-saphyr's default budget stops at 250,000 nodes, which a 5,000-node
-/// snapshot passes. Node, event and scalar budgets here grow with the input
-/// (a YAML node costs at least one byte, so they cannot be exceeded by honest
-/// input), while the alias limits, which guard against "billion laughs"
-/// expansion, stay at their defaults.
-fn yaml_options(len: usize) -> serde_saphyr::Options {
-    let len = len.max(1024);
-    serde_saphyr::options! {
-        budget: serde_saphyr::budget! {
-            max_nodes: len,
-            max_events: 4 * len,
-            max_total_scalar_bytes: len,
-            max_documents: len,
-        },
-    }
-}
-
 /// Decodes every piece, in parallel when there are many, keeping input
 /// order. The first error (in input order) wins.
 fn decode_all(pieces: Vec<Piece>, source_name: &str) -> Result<Vec<Object>, SnapshotError> {
@@ -401,115 +246,6 @@ fn decode_all(pieces: Vec<Piece>, source_name: &str) -> Result<Vec<Object>, Snap
             }
         }
         Ok(out)
-    })
-}
-
-fn decode(piece: Piece, source_name: &str) -> Result<Object, SnapshotError> {
-    let Piece { body, position, kind_hint } = piece;
-    let value = match body {
-        Body::Value(value) => value,
-        Body::Yaml(text) => parse_yaml(&text, position, source_name)?,
-    };
-    let api_version = value.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
-    let kind = value.get("kind").and_then(Value::as_str).map(str::to_string).or(kind_hint);
-    let name = object_name(&value);
-    let object_error = |kind: &str, field: String, message: String| {
-        SnapshotError::Object(Box::new(ObjectError {
-            source_name: source_name.to_string(),
-            position,
-            kind: kind.to_string(),
-            name: name.clone(),
-            field,
-            message,
-        }))
-    };
-    let Some(kind) = kind else {
-        if !value.is_object() {
-            return Err(object_error("<no kind>", ".".into(), "not an object".into()));
-        }
-        return Err(object_error("<no kind>", "kind".into(), "missing".into()));
-    };
-    let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
-    macro_rules! plain {
-        ($variant:ident) => {
-            Object::$variant(Box::new(
-                from_value(value).map_err(|(field, msg)| object_error(&kind, field, msg))?,
-            ))
-        };
-    }
-    Ok(match (group, kind.as_str()) {
-        ("", "Node") => {
-            let node: Node = from_value(value).map_err(|(f, m)| object_error(&kind, f, m))?;
-            let view = NodeView::from_node(&node).map_err(|e| {
-                let (field, message) = node_view_error(e);
-                object_error(&kind, field, message)
-            })?;
-            Object::Node(Box::new(Viewed { object: node, view }))
-        }
-        ("", "Pod") => {
-            let pod: Pod = from_value(value).map_err(|(f, m)| object_error(&kind, f, m))?;
-            let view = PodView::from_pod(&pod).map_err(|e| {
-                let (field, message) = pod_view_error(e);
-                object_error(&kind, field, message)
-            })?;
-            Object::Pod(Box::new(Viewed { object: pod, view }))
-        }
-        ("", "ConfigMap") => plain!(ConfigMap),
-        ("slo.koordinator.sh", "NodeMetric") => plain!(NodeMetric),
-        ("slo.koordinator.sh", "NodeSLO") => plain!(NodeSLO),
-        ("config.koordinator.sh", "ClusterColocationProfile") => plain!(ColocationProfile),
-        ("scheduling.koordinator.sh", "Reservation") => plain!(Reservation),
-        ("scheduling.koordinator.sh", "PodMigrationJob") => plain!(PodMigrationJob),
-        ("scheduling.koordinator.sh", "Device") => plain!(Device),
-        ("scheduling.sigs.k8s.io", "ElasticQuota") => plain!(ElasticQuota),
-        ("scheduling.sigs.k8s.io", "PodGroup") => plain!(PodGroup),
-        _ => Object::Skipped(if api_version.is_empty() {
-            kind
-        } else {
-            format!("{api_version} {kind}")
-        }),
-    })
-}
-
-/// A view error as (field, message); the object is already named by the
-/// caller.
-fn pod_view_error(error: PodViewError) -> (String, String) {
-    match error {
-        PodViewError::Resources { field, error, .. } => (field, error.to_string()),
-    }
-}
-
-/// A view error as (field, message); the object is already named by the
-/// caller.
-fn node_view_error(error: NodeViewError) -> (String, String) {
-    match error {
-        NodeViewError::Resources { field, error, .. } => (field.to_string(), error.to_string()),
-        NodeViewError::TaintEffect { index, key, effect, .. } => (
-            format!("spec.taints[{index}].effect"),
-            format!(
-                "unknown effect {effect:?} on taint {key:?}, \
-                 expected NoSchedule, PreferNoSchedule or NoExecute"
-            ),
-        ),
-    }
-}
-
-fn object_name(value: &Value) -> String {
-    let meta = value.get("metadata");
-    let name = meta.and_then(|m| m.get("name")).and_then(Value::as_str);
-    let namespace = meta.and_then(|m| m.get("namespace")).and_then(Value::as_str);
-    match (namespace, name) {
-        (Some(ns), Some(name)) => format!("{ns}/{name}"),
-        (None, Some(name)) => name.to_string(),
-        (_, None) => "<no name>".to_string(),
-    }
-}
-
-/// Deserializes with the path of the field that failed.
-fn from_value<T: DeserializeOwned>(value: Value) -> Result<T, (String, String)> {
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = e.path().to_string();
-        (path, e.into_inner().to_string())
     })
 }
 

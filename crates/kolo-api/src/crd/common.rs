@@ -20,15 +20,9 @@ pub type ResourceList = BTreeMap<String, Quantity>;
 /// other fields stored with `x-kubernetes-preserve-unknown-fields`.
 pub type JsonObject = serde_json::Map<String, serde_json::Value>;
 
-/// The pattern Kubernetes uses to validate a quantity string.
-const QUANTITY_PATTERN: &str = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$";
-
 /// Schema of a single quantity: an int-or-string that must look like one.
 pub(crate) fn quantity_schema(_: &mut SchemaGenerator) -> Schema {
-    json_schema!({
-        "x-kubernetes-int-or-string": true,
-        "pattern": QUANTITY_PATTERN,
-    })
+    crate::quantity::kubernetes_schema()
 }
 
 /// Schema of a [`ResourceList`].

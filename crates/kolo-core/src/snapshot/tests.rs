@@ -1,4 +1,5 @@
 use super::*;
+use serde_json::Value;
 
 const NODE: &str = r#"apiVersion: v1
 kind: Node
