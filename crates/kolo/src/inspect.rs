@@ -294,13 +294,15 @@ fn unit(name: ResourceName) -> &'static str {
     }
 }
 
-/// An amount as a person reads it: cores as a Kubernetes quantity (`1500m`),
-/// bytes in binary units (`2Gi`), counts as they are.
+/// An amount as a person reads it, in the spelling `kubectl` shows: cpu as
+/// a quantity (`1500m`), `batch-cpu` / `mid-cpu` as the plain milli-core
+/// integers they are on the wire (`1500`), bytes in binary units (`2Gi`),
+/// counts as they are.
 fn human(name: ResourceName, amount: i64) -> String {
-    match unit(name) {
-        "milli-cores" => Quantity::from_milli(amount).to_string(),
-        "bytes" => Quantity::from_value(amount, Format::BinarySI).to_string(),
-        _ => amount.to_string(),
+    match name {
+        ResourceName::Cpu => Quantity::from_milli(amount).to_string(),
+        ResourceName::BatchCpu | ResourceName::MidCpu | ResourceName::Pods => amount.to_string(),
+        _ => Quantity::from_value(amount, Format::BinarySI).to_string(),
     }
 }
 
