@@ -117,7 +117,7 @@ pub fn list_items(doc: &str) -> Option<Vec<String>> {
 /// Whether the text may define or use an anchor, an alias or a merge key,
 /// which tie items together. Errs on the side of "yes": a quoted string that
 /// merely contains ": &" only costs the fast path.
-fn may_use_anchors(doc: &str) -> bool {
+pub(super) fn may_use_anchors(doc: &str) -> bool {
     [": &", "- &", ": *", "- *", "<<:"].iter().any(|p| doc.contains(p))
 }
 
@@ -168,6 +168,19 @@ mod tests {
         let items = list_items(doc).unwrap();
         assert_eq!(items.len(), 2);
         assert_eq!(items[1], "kind: Pod\nmetadata:\n  name: b\n");
+    }
+
+    #[test]
+    fn cuts_what_serde_saphyr_emits() {
+        let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [
+            {"kind": "Pod", "metadata": {"name": "a", "labels": {"x": "- not an item", "y": "one\ntwo"}}},
+            {"kind": "Pod", "spec": {"containers": [{"name": "c", "args": ["--x", "- y"]}]}}
+        ]});
+        let yaml = serde_saphyr::to_string(&list).unwrap();
+        let items = list_items(&yaml).expect("block-style list is cut");
+        let parsed: Vec<serde_json::Value> =
+            items.iter().map(|i| serde_saphyr::from_str(i).unwrap()).collect();
+        assert_eq!(serde_json::Value::Array(parsed), list["items"]);
     }
 
     #[test]
