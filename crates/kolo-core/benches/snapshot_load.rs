@@ -179,6 +179,24 @@ fn load(c: &mut Criterion) {
         b.iter_with_large_drop(|| Snapshot::parse(black_box(&json), "bench").unwrap())
     });
     group.finish();
+
+    // One pod item as the loader sees it after cutting the list (dedented):
+    // the block-YAML fast path against serde-saphyr.
+    let mut item = String::new();
+    pod_item(&mut item, 7);
+    let item: String = item.lines().map(|l| format!("{}\n", l.get(2..).unwrap_or(""))).collect();
+    assert!(
+        kolo_core::snapshot::parse_block_yaml(&item).is_some(),
+        "fast path refused the bench pod"
+    );
+    let mut group = c.benchmark_group("yaml_one_pod");
+    group.bench_function("block_yaml", |b| {
+        b.iter(|| kolo_core::snapshot::parse_block_yaml(black_box(&item)))
+    });
+    group.bench_function("serde_saphyr", |b| {
+        b.iter(|| serde_saphyr::from_str::<serde_json::Value>(black_box(&item)).unwrap())
+    });
+    group.finish();
 }
 
 /// `criterion_group!` generates an undocumented `pub fn`.

@@ -12,6 +12,8 @@
 //! came from rather than surfacing later inside an algorithm.
 
 mod block_yaml;
+#[doc(hidden)]
+pub use block_yaml::parse as parse_block_yaml;
 mod decode;
 mod pieces;
 mod split;

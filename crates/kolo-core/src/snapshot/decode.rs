@@ -83,6 +83,8 @@ impl Header<'_> {
 /// The body of one object, ready for typed deserialization.
 enum Source<'a> {
     Json(&'a str),
+    /// A value parsed from this YAML text (kept to explain errors).
+    Yaml(Value, &'a str),
     Value(Value),
 }
 
@@ -95,10 +97,17 @@ impl Source<'_> {
         };
         match self {
             // Path tracking costs a third of the decoding time, so it runs
-            // only to explain an error.
+            // only to explain an error (here and for YAML below).
             Source::Json(text) => serde_json::from_str(text).or_else(|_| {
                 serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_str(text))
                     .map_err(with_path)
+            }),
+            Source::Yaml(value, text) => serde_json::from_value(value).or_else(|e| {
+                // The text parsed once already, so it parses again.
+                let again = block_yaml::parse(text)
+                    .or_else(|| serde_saphyr::from_str(text).ok())
+                    .ok_or_else(|| (".".to_string(), e.to_string()))?;
+                serde_path_to_error::deserialize(again).map_err(with_path)
             }),
             Source::Value(value) => serde_path_to_error::deserialize(value).map_err(with_path),
         }
@@ -128,10 +137,17 @@ pub(super) fn decode(piece: Piece<'_>, source_name: &str) -> Result<Object, Snap
                 .map_err(|e| object_error(&Header::default(), ".".into(), e.to_string()))?;
             return decode_typed(header, kind_hint, Source::Json(text), &object_error);
         }
-        Body::Yaml(text) => match block_yaml::parse(&text) {
-            Some(value) => value,
-            None => parse_yaml(&text, position, source_name)?,
-        },
+        Body::Yaml(text) => {
+            let value = match block_yaml::parse(&text) {
+                Some(value) => value,
+                None => parse_yaml(&text, position, source_name)?,
+            };
+            if !value.is_object() {
+                return Err(object_error(&Header::default(), ".".into(), "not an object".into()));
+            }
+            let header = Header::of_value(&value);
+            return decode_typed(header, kind_hint, Source::Yaml(value, &text), &object_error);
+        }
         Body::Value(value) => value,
     };
     if !value.is_object() {

@@ -84,6 +84,18 @@ pub fn list_items(doc: &str) -> Option<Vec<String>> {
     let mut current: Option<String> = None;
     for line in &lines[first..] {
         if is_blank(line) {
+            // Blank and comment lines are kept: inside a literal block
+            // scalar they are content (`#!/bin/sh`, paragraph breaks).
+            // A comment indented less than the item's content still ends a
+            // block scalar, so it stays a comment, at column 0.
+            if let Some(item) = current.as_mut() {
+                if indentation(line) >= indent + 2 {
+                    item.push_str(&line[indent + 2..]);
+                } else {
+                    item.push_str(line.trim_start());
+                }
+                item.push('\n');
+            }
             continue;
         }
         if line.starts_with(&entry_prefix) {
@@ -156,7 +168,8 @@ mod tests {
         assert_eq!(
             items,
             vec![
-                "apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n".to_string(),
+                // The blank line between items stays with the first.
+                "apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n\n".to_string(),
                 "kind: Node\nmetadata:\n  name: b\n".to_string()
             ]
         );
@@ -168,6 +181,17 @@ mod tests {
         let items = list_items(doc).unwrap();
         assert_eq!(items.len(), 2);
         assert_eq!(items[1], "kind: Pod\nmetadata:\n  name: b\n");
+    }
+
+    #[test]
+    fn keeps_blank_and_comment_lines_inside_block_scalars() {
+        let doc = "kind: List\nitems:\n- kind: ConfigMap\n  data:\n    script: |\n      #!/bin/sh\n      echo hi\n\n      echo bye\n  # a comment\n  metadata:\n    name: c\n\n- kind: Pod\n";
+        let items = list_items(doc).unwrap();
+        let whole: serde_json::Value = serde_saphyr::from_str(doc).unwrap();
+        let cut: Vec<serde_json::Value> =
+            items.iter().map(|i| serde_saphyr::from_str(i).unwrap()).collect();
+        assert_eq!(serde_json::Value::Array(cut), whole["items"]);
+        assert_eq!(whole["items"][0]["data"]["script"], "#!/bin/sh\necho hi\n\necho bye\n");
     }
 
     #[test]

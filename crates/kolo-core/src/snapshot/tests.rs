@@ -119,6 +119,11 @@ fn errors_name_document_object_and_field() {
             "test.yaml: document 2 (Pod default/web): spec.priority: invalid type: string \"high\", expected i32",
         ),
         (
+            "wrong type in a YAML list item",
+            kubectl_list(&[NODE, &bad_priority]),
+            "test.yaml: document 1, item 2 (Pod default/web): spec.priority: invalid type: string \"high\", expected i32",
+        ),
+        (
             "malformed quantity in a list item",
             kubectl_list(&[NODE, &POD.replace("cpu: 500m", "cpu: 5 cores")]),
             "test.yaml: document 1, item 2 (Pod default/web): spec.containers[\"app\"].resources.requests: resource \"cpu\": invalid quantity \"5 cores\"",
@@ -213,6 +218,7 @@ mod split_agrees_with_whole_document_parse {
             Just("a: b".to_string()),
             Just("#comment".to_string()),
             Just("line one\nline two\n  - indented".to_string()),
+            Just("#!/bin/sh\necho hi\n\n# comment\necho bye\n".to_string()),
             Just("  leading".to_string()),
             Just("'quoted'".to_string()),
             Just("\"dq\"".to_string()),
