@@ -13,17 +13,6 @@ use std::process::{Command, Output, Stdio};
 use kolo_api::crd::NodeMetric;
 use kolo_core::snapshot::Snapshot;
 
-const CRD_NAMES: [&str; 8] = [
-    "nodemetrics.slo.koordinator.sh",
-    "nodeslos.slo.koordinator.sh",
-    "clustercolocationprofiles.config.koordinator.sh",
-    "reservations.scheduling.koordinator.sh",
-    "podmigrationjobs.scheduling.koordinator.sh",
-    "devices.scheduling.koordinator.sh",
-    "elasticquotas.scheduling.sigs.k8s.io",
-    "podgroups.scheduling.sigs.k8s.io",
-];
-
 fn kubeconfig() -> Option<PathBuf> {
     match std::env::var_os("KOLO_TEST_KUBECONFIG") {
         Some(path) => Some(PathBuf::from(path)),
@@ -88,8 +77,9 @@ fn crds_are_accepted_and_a_dumped_node_metric_round_trips() {
     run(kubectl(&config).args(["apply", "-f", "-"]), Some(&crds));
     let mut wait = kubectl(&config);
     wait.args(["wait", "--for=condition=Established", "--timeout=60s"]);
-    for name in CRD_NAMES {
-        wait.arg(format!("crd/{name}"));
+    // The names themselves are pinned by the unit test of `kolo crds`.
+    for crd in kolo_api::crd::all_crds() {
+        wait.arg(format!("crd/{}", crd.metadata.name.unwrap()));
     }
     run(&mut wait, None);
 
