@@ -50,7 +50,7 @@ const WELL_KNOWN: usize = 8;
 const SLOTS: usize = WELL_KNOWN + EXTENDED_CAPACITY;
 
 /// The well-known resources, in slot order, for iteration.
-const WELL_KNOWN_NAMES: [ResourceName; WELL_KNOWN] = [
+pub const WELL_KNOWN_NAMES: [ResourceName; WELL_KNOWN] = [
     ResourceName::Cpu,
     ResourceName::Memory,
     ResourceName::Pods,

@@ -1,22 +1,13 @@
 //! Property tests of `ResourceVector`: the arithmetic and comparisons agree
 //! with a per-resource reference model written with `i128` and `Option`.
 
-use kolo_core::resources::{ResourceName, ResourceSet, ResourceVector};
+use kolo_core::resources::{ResourceName, ResourceSet, ResourceVector, WELL_KNOWN_NAMES};
 use proptest::prelude::*;
 
 /// The names the generated vectors draw from: all eight well-known ones
 /// and three extended ones.
 fn pool() -> Vec<ResourceName> {
-    let mut names = vec![
-        ResourceName::Cpu,
-        ResourceName::Memory,
-        ResourceName::Pods,
-        ResourceName::EphemeralStorage,
-        ResourceName::BatchCpu,
-        ResourceName::BatchMemory,
-        ResourceName::MidCpu,
-        ResourceName::MidMemory,
-    ];
+    let mut names = WELL_KNOWN_NAMES.to_vec();
     for ext in ["props.example/gpu", "hugepages-2Mi", "props.example/fpga"] {
         names.push(ResourceName::parse(ext).expect("registry has room"));
     }

@@ -127,7 +127,7 @@ pub(super) fn decode(piece: Piece<'_>, source_name: &str) -> Result<Object, Snap
             message,
         }))
     };
-    let value = match body {
+    let (value, yaml_text) = match body {
         Body::Json(text) => {
             if !text.starts_with('{') {
                 let header = Header::default();
@@ -142,19 +142,19 @@ pub(super) fn decode(piece: Piece<'_>, source_name: &str) -> Result<Object, Snap
                 Some(value) => value,
                 None => parse_yaml(&text, position, source_name)?,
             };
-            if !value.is_object() {
-                return Err(object_error(&Header::default(), ".".into(), "not an object".into()));
-            }
-            let header = Header::of_value(&value);
-            return decode_typed(header, kind_hint, Source::Yaml(value, &text), &object_error);
+            (value, Some(text))
         }
-        Body::Value(value) => value,
+        Body::Value(value) => (value, None),
     };
     if !value.is_object() {
         return Err(object_error(&Header::default(), ".".into(), "not an object".into()));
     }
     let header = Header::of_value(&value);
-    decode_typed(header, kind_hint, Source::Value(value), &object_error)
+    let source = match &yaml_text {
+        Some(text) => Source::Yaml(value, text),
+        None => Source::Value(value),
+    };
+    decode_typed(header, kind_hint, source, &object_error)
 }
 
 fn decode_typed(
