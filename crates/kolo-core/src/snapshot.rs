@@ -17,6 +17,7 @@ pub use block_yaml::parse as parse_block_yaml;
 mod decode;
 mod pieces;
 mod split;
+mod tape;
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -29,7 +30,7 @@ use kolo_api::crd::{
     Reservation,
 };
 
-use self::decode::{Object, decode};
+use self::decode::decode;
 use self::pieces::{Piece, pieces};
 use crate::node::NodeView;
 use crate::pod::PodView;
@@ -177,10 +178,8 @@ impl Snapshot {
     /// Adds the objects in `text` to this snapshot. On error the snapshot is
     /// left as it was.
     pub fn add_text(&mut self, text: &str, source_name: &str) -> Result<(), SnapshotError> {
-        let objects = decode_all(pieces(text, source_name)?, source_name)?;
-        for object in objects {
-            self.push(object);
-        }
+        let parts = decode_all(pieces(text, source_name)?, source_name)?;
+        self.append_all(parts);
         Ok(())
     }
 
@@ -199,55 +198,73 @@ impl Snapshot {
             + self.pod_groups.len()
     }
 
-    fn push(&mut self, object: Object) {
-        match object {
-            Object::Node(v) => self.nodes.push(*v),
-            Object::Pod(v) => self.pods.push(*v),
-            Object::ConfigMap(o) => self.config_maps.push(*o),
-            Object::NodeMetric(o) => self.node_metrics.push(*o),
-            Object::NodeSLO(o) => self.node_slos.push(*o),
-            Object::ColocationProfile(o) => self.colocation_profiles.push(*o),
-            Object::Reservation(o) => self.reservations.push(*o),
-            Object::PodMigrationJob(o) => self.pod_migration_jobs.push(*o),
-            Object::Device(o) => self.devices.push(*o),
-            Object::ElasticQuota(o) => self.elastic_quotas.push(*o),
-            Object::PodGroup(o) => self.pod_groups.push(*o),
-            Object::Skipped(kind) => *self.skipped_kinds.entry(kind).or_default() += 1,
+    /// Moves the objects of `parts` (in order) to the end of this
+    /// snapshot, growing each list once.
+    fn append_all(&mut self, mut parts: Vec<Snapshot>) {
+        if self.object_count() == 0 && self.skipped_kinds.is_empty() && !parts.is_empty() {
+            // Nothing to keep: the first part becomes the snapshot, saving
+            // a copy of its (large) objects.
+            *self = parts.remove(0);
+        }
+        macro_rules! append {
+            ($($field:ident),*) => {$(
+                self.$field.reserve(parts.iter().map(|p| p.$field.len()).sum());
+                for part in &mut parts {
+                    self.$field.append(&mut part.$field);
+                }
+            )*};
+        }
+        append!(
+            nodes,
+            pods,
+            config_maps,
+            node_metrics,
+            node_slos,
+            colocation_profiles,
+            reservations,
+            pod_migration_jobs,
+            devices,
+            elastic_quotas,
+            pod_groups
+        );
+        for part in parts {
+            for (kind, count) in part.skipped_kinds {
+                *self.skipped_kinds.entry(kind).or_default() += count;
+            }
         }
     }
 }
 
-/// Decodes every piece, in parallel when there are many, keeping input
-/// order. The first error (in input order) wins.
-fn decode_all(pieces: Vec<Piece>, source_name: &str) -> Result<Vec<Object>, SnapshotError> {
+/// Decodes every piece, in parallel when there are many, into one partial
+/// snapshot per run of consecutive pieces, in input order. The first error
+/// (in input order) wins.
+fn decode_all(pieces: Vec<Piece<'_>>, source_name: &str) -> Result<Vec<Snapshot>, SnapshotError> {
     const PIECES_PER_THREAD: usize = 256;
+    let decode_run = |run: Vec<Piece<'_>>| {
+        let mut part = Snapshot::default();
+        let mut scratch = Vec::new();
+        for piece in run {
+            decode(piece, source_name, &mut scratch, &mut part)?;
+        }
+        Ok(part)
+    };
     let threads = thread::available_parallelism().map_or(1, |n| n.get());
     let chunk = pieces.len().div_ceil(threads).max(PIECES_PER_THREAD);
     if pieces.len() <= chunk {
-        return pieces.into_iter().map(|p| decode(p, source_name)).collect();
+        return Ok(vec![decode_run(pieces)?]);
     }
-    let mut chunks: Vec<Vec<Piece>> = Vec::new();
+    let mut runs: Vec<Vec<Piece>> = Vec::new();
     let mut pieces = pieces.into_iter().peekable();
     while pieces.peek().is_some() {
-        chunks.push(pieces.by_ref().take(chunk).collect());
+        runs.push(pieces.by_ref().take(chunk).collect());
     }
     thread::scope(|scope| {
-        let handles: Vec<_> = chunks
+        let handles: Vec<_> =
+            runs.into_iter().map(|run| scope.spawn(move || decode_run(run))).collect();
+        handles
             .into_iter()
-            .map(|chunk| {
-                scope.spawn(move || {
-                    chunk.into_iter().map(|p| decode(p, source_name)).collect::<Result<Vec<_>, _>>()
-                })
-            })
-            .collect();
-        let mut out = Vec::new();
-        for handle in handles {
-            match handle.join() {
-                Ok(objects) => out.extend(objects?),
-                Err(panic) => std::panic::resume_unwind(panic),
-            }
-        }
-        Ok(out)
+            .map(|handle| handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            .collect()
     })
 }
 

@@ -11,6 +11,10 @@
 //! a wrong `Some` would silently change what kolo loads. Tests and a fuzz
 //! target (`fuzz/fuzz_targets/block_yaml.rs`) compare the two readers.
 //!
+//! The reader writes a [`Tape`] of events borrowing from the text; [`parse`]
+//! turns it into a `Value`, and the snapshot loader deserializes typed
+//! objects from it directly ([`super::tape`]).
+//!
 //! What is accepted (everything else is refused):
 //!
 //! * block mappings whose keys are plain or quoted one-line scalars that
@@ -34,7 +38,11 @@
 //! duplicate keys, non-finite floats (serde-saphyr rejects them), deep
 //! nesting, documents that are not a mapping or a sequence.
 
-use serde_json::{Map, Number, Value};
+use std::borrow::Cow;
+
+use serde_json::{Number, Value};
+
+use super::tape::{Event, Tape};
 
 /// serde-saphyr's default budget stops at depth 64; stay well clear of it.
 const MAX_DEPTH: usize = 40;
@@ -53,16 +61,39 @@ const MAX_TEXT_BYTES: usize = 16 << 20;
 /// the module documentation). `Some(v)` always equals what
 /// `serde_saphyr::from_str::<serde_json::Value>(text)` returns.
 pub fn parse(text: &str) -> Option<Value> {
+    parse_tape(text).map(|tape| tape.value_at(0))
+}
+
+/// [`parse`], but into a [`Tape`] that borrows from `text`, for typed
+/// deserialization without a `Value` in between.
+pub(crate) fn parse_tape(text: &str) -> Option<Tape<'_>> {
+    parse_tape_reusing(text, Vec::new())
+}
+
+/// [`parse_tape`] into `buffer` (cleared first), so that a caller reading
+/// many documents can reuse one allocation ([`Tape::into_buffer`]).
+pub(crate) fn parse_tape_reusing<'a>(
+    text: &'a str,
+    mut buffer: Vec<Event<'a>>,
+) -> Option<Tape<'a>> {
     if text.len() > MAX_TEXT_BYTES || !plain_characters_only(text.as_bytes()) {
         return None;
     }
-    let mut p =
-        Parser { text, b: text.as_bytes(), pos: 0, comments: 0, nodes: 0, entries: Vec::new() };
+    buffer.clear();
+    let mut p = Parser {
+        text,
+        b: text.as_bytes(),
+        pos: 0,
+        comments: 0,
+        nodes: 0,
+        events: buffer,
+        keys: Vec::new(),
+    };
     let indent = p.next_content_line()??;
     p.pos += indent;
-    let value = p.block_node(indent, 0)?;
+    p.block_node(indent, 0)?;
     match p.next_content_line()? {
-        None => Some(value),
+        None => Some(Tape { events: p.events }),
         Some(_) => None,
     }
 }
@@ -118,8 +149,10 @@ struct Parser<'a> {
     pos: usize,
     comments: usize,
     nodes: usize,
-    /// Entries of the mappings being read, innermost last.
-    entries: Vec<(String, Value)>,
+    /// What has been read.
+    events: Vec<Event<'a>>,
+    /// Tape indices of the keys of the mappings being read, innermost last.
+    keys: Vec<usize>,
 }
 
 impl<'a> Parser<'a> {
@@ -277,7 +310,7 @@ impl<'a> Parser<'a> {
     }
 
     /// A mapping or sequence starting at `pos`, which is at column `col`.
-    fn block_node(&mut self, col: usize, depth: usize) -> Option<Value> {
+    fn block_node(&mut self, col: usize, depth: usize) -> Option<()> {
         if self.is_entry(self.pos) {
             self.sequence(col, depth + 1)
         } else if self.is_key(self.pos) {
@@ -288,23 +321,28 @@ impl<'a> Parser<'a> {
     }
 
     /// A block mapping whose first key starts at `pos`, at column `col`.
-    fn mapping(&mut self, col: usize, depth: usize) -> Option<Value> {
+    fn mapping(&mut self, col: usize, depth: usize) -> Option<()> {
         if depth > MAX_DEPTH {
             return None;
         }
         self.count_nodes(1)?;
-        // kubectl sorts keys, and a map built from sorted entries is built
-        // in one pass rather than by searching for each key's place. Entries
-        // wait on a stack shared by all mappings, which saves growing a
-        // vector per mapping.
-        let base = self.entries.len();
+        let start = self.events.len();
+        self.events.push(Event::Map { len: 0, end: 0 });
+        // serde-saphyr rejects duplicate keys. kubectl sorts keys, so each
+        // key is checked against the one before it, and only unsorted
+        // mappings need a full check. Key indices wait on a stack shared by
+        // all mappings, which saves growing a vector per mapping.
+        let base = self.keys.len();
         let mut sorted = true;
         loop {
             let key = self.key()?;
-            let value = self.value_after_colon(col, depth)?;
+            if let Some(&previous) = self.keys[base..].last() {
+                sorted &= self.key_at(previous) < key.as_ref();
+            }
+            self.keys.push(self.events.len());
+            self.events.push(Event::Str(key));
+            self.value_after_colon(col, depth)?;
             self.count_nodes(2)?;
-            sorted &= self.entries.len() == base || self.entries[self.entries.len() - 1].0 < key;
-            self.entries.push((key, value));
             match self.next_content_line()? {
                 Some(indent) if indent == col => {
                     self.pos += col;
@@ -316,33 +354,42 @@ impl<'a> Parser<'a> {
                 _ => break,
             }
         }
-        let len = self.entries.len() - base;
-        let entries = self.entries.drain(base..);
-        let map = if sorted {
-            Map::from_iter(entries)
-        } else {
-            let mut map = Map::new();
-            for (key, value) in entries {
-                map.insert(key, value);
-            }
-            map
+        let len = self.keys.len() - base;
+        let unique = sorted || {
+            let mut keys: Vec<&str> = self.keys[base..].iter().map(|&k| self.key_at(k)).collect();
+            keys.sort_unstable();
+            keys.windows(2).all(|pair| pair[0] != pair[1])
         };
-        // serde-saphyr rejects duplicate keys.
-        (map.len() == len).then_some(Value::Object(map))
+        self.keys.truncate(base);
+        if !unique {
+            return None;
+        }
+        self.events[start] = Event::Map { len, end: self.events.len() };
+        Some(())
+    }
+
+    /// The key written at tape index `at`.
+    fn key_at(&self, at: usize) -> &str {
+        match &self.events[at] {
+            Event::Str(key) => key,
+            _ => "",
+        }
     }
 
     /// A block sequence whose first `-` is at `pos`, at column `col`.
-    fn sequence(&mut self, col: usize, depth: usize) -> Option<Value> {
+    fn sequence(&mut self, col: usize, depth: usize) -> Option<()> {
         if depth > MAX_DEPTH {
             return None;
         }
         self.count_nodes(1)?;
-        let mut items = Vec::new();
+        let start = self.events.len();
+        self.events.push(Event::Seq { len: 0, end: 0 });
+        let mut len = 0;
         loop {
             self.pos += 1;
             let spaces = self.spaces_at(self.pos);
             self.pos += spaces;
-            let item = match self.b.get(self.pos) {
+            match self.b.get(self.pos) {
                 None | Some(b'\n') => {
                     self.pos = (self.pos + 1).min(self.b.len());
                     self.value_on_next_lines(col, false, depth)?
@@ -359,16 +406,17 @@ impl<'a> Parser<'a> {
                         self.inline_value(col)?
                     }
                 }
-            };
+            }
             self.count_nodes(1)?;
-            items.push(item);
+            len += 1;
             match self.next_content_line()? {
                 Some(indent) if indent == col && self.is_entry(self.pos + col) => self.pos += col,
                 Some(indent) if indent > col => return None,
                 _ => break,
             }
         }
-        Some(Value::Array(items))
+        self.events[start] = Event::Seq { len, end: self.events.len() };
+        Some(())
     }
 
     /// The value of a key or `-` that ends its line, with `pos` at the start
@@ -380,7 +428,7 @@ impl<'a> Parser<'a> {
         col: usize,
         same_column_sequence: bool,
         depth: usize,
-    ) -> Option<Value> {
+    ) -> Option<()> {
         match self.next_content_line()? {
             Some(indent) if indent > col => {
                 self.pos += indent;
@@ -392,19 +440,22 @@ impl<'a> Parser<'a> {
                 self.pos += col;
                 self.sequence(col, depth + 1)
             }
-            _ => Some(Value::Null),
+            _ => {
+                self.events.push(Event::Null);
+                Some(())
+            }
         }
     }
 
     /// Reads a key and its `:`; `pos` ends just after the `:`.
-    fn key(&mut self) -> Option<String> {
+    fn key(&mut self) -> Option<Cow<'a, str>> {
         let start = self.pos;
         let key = match self.b[start] {
             b'"' => self.double_quoted(None)?,
             b'\'' => self.single_quoted(None)?,
             _ => {
                 let colon = self.key_colon(start)?;
-                let key = &self.text[start..colon];
+                let key: &'a str = &self.text[start..colon];
                 self.pos = colon;
                 if !plain_start(key.as_bytes())
                     || key.ends_with(' ')
@@ -412,7 +463,7 @@ impl<'a> Parser<'a> {
                 {
                     return None;
                 }
-                key.to_owned()
+                Cow::Borrowed(key)
             }
         };
         if self.pos - start > MAX_KEY_BYTES || key == "<<" || self.b.get(self.pos) != Some(&b':') {
@@ -426,7 +477,7 @@ impl<'a> Parser<'a> {
     }
 
     /// A mapping value, with `pos` just after the key's `:`.
-    fn value_after_colon(&mut self, col: usize, depth: usize) -> Option<Value> {
+    fn value_after_colon(&mut self, col: usize, depth: usize) -> Option<()> {
         self.pos += self.spaces_at(self.pos);
         match self.b.get(self.pos) {
             None | Some(b'\n') => {
@@ -440,23 +491,24 @@ impl<'a> Parser<'a> {
     /// A scalar or empty collection that starts at `pos` and ends its line;
     /// `pos` ends at the start of the next line. `parent_col` is the column
     /// of the key or `-` that owns the value.
-    fn inline_value(&mut self, parent_col: usize) -> Option<Value> {
-        let value = match self.b[self.pos] {
+    fn inline_value(&mut self, parent_col: usize) -> Option<()> {
+        let event = match self.b[self.pos] {
             b'|' => return self.literal(parent_col),
-            b'"' => Value::String(self.double_quoted(Some(parent_col))?),
-            b'\'' => Value::String(self.single_quoted(Some(parent_col))?),
+            b'"' => Event::Str(self.double_quoted(Some(parent_col))?),
+            b'\'' => Event::Str(self.single_quoted(Some(parent_col))?),
             b'{' if self.b.get(self.pos + 1) == Some(&b'}') => {
                 self.pos += 2;
-                Value::Object(Map::new())
+                Event::Map { len: 0, end: self.events.len() + 1 }
             }
             b'[' if self.b.get(self.pos + 1) == Some(&b']') => {
                 self.pos += 2;
-                Value::Array(Vec::new())
+                Event::Seq { len: 0, end: self.events.len() + 1 }
             }
             _ => {
                 let start = self.pos;
                 let end = self.plain_end(start)?;
-                let first = self.text[start..end].trim_end_matches(' ');
+                let text: &'a str = self.text;
+                let first = text[start..end].trim_end_matches(' ');
                 if !plain_start(first.as_bytes()) || first.ends_with(':') {
                     return None;
                 }
@@ -465,18 +517,19 @@ impl<'a> Parser<'a> {
                 match more {
                     // Folded lines join with spaces or line breaks, which no
                     // other type's grammar allows: a string.
-                    Some(folded) => Value::String(folded),
+                    Some(folded) => Event::Str(Cow::Owned(folded)),
                     None => match plain_scalar(first)? {
-                        Scalar::Null => Value::Null,
-                        Scalar::Bool(b) => Value::Bool(b),
-                        Scalar::Number(n) => Value::Number(n),
-                        Scalar::String => Value::String(first.to_owned()),
+                        Scalar::Null => Event::Null,
+                        Scalar::Bool(b) => Event::Bool(b),
+                        Scalar::Number(n) => Event::Number(n),
+                        Scalar::String => Event::Str(Cow::Borrowed(first)),
                     },
                 }
             }
         };
         self.end_of_line()?;
-        Some(value)
+        self.events.push(event);
+        Some(())
     }
 
     /// Skips trailing spaces and the line break; anything else (a comment,
@@ -496,10 +549,11 @@ impl<'a> Parser<'a> {
     /// A double-quoted scalar starting at `pos`; `pos` ends after the
     /// closing quote. It may span lines only when `parent_col` is given (a
     /// value, not a key), and then only lines indented beyond `parent_col`.
-    fn double_quoted(&mut self, parent_col: Option<usize>) -> Option<String> {
+    fn double_quoted(&mut self, parent_col: Option<usize>) -> Option<Cow<'a, str>> {
         let b = self.b;
         let mut out = String::new();
-        let mut i = self.pos + 1;
+        let first = self.pos + 1;
+        let mut i = first;
         let mut run = i;
         loop {
             match *b.get(i)? {
@@ -526,17 +580,17 @@ impl<'a> Parser<'a> {
                 _ => i += 1,
             }
         }
-        out.push_str(&self.text[run..i]);
         self.pos = i + 1;
-        Some(out)
+        Some(self.finish_quoted(out, first, run, i))
     }
 
     /// A single-quoted scalar starting at `pos`; `pos` ends after the closing
     /// quote. Lines as for [`Self::double_quoted`].
-    fn single_quoted(&mut self, parent_col: Option<usize>) -> Option<String> {
+    fn single_quoted(&mut self, parent_col: Option<usize>) -> Option<Cow<'a, str>> {
         let b = self.b;
         let mut out = String::new();
-        let mut i = self.pos + 1;
+        let first = self.pos + 1;
+        let mut i = first;
         let mut run = i;
         loop {
             match *b.get(i)? {
@@ -554,9 +608,21 @@ impl<'a> Parser<'a> {
                 _ => i += 1,
             }
         }
-        out.push_str(&self.text[run..i]);
         self.pos = i + 1;
-        Some(out)
+        Some(self.finish_quoted(out, first, run, i))
+    }
+
+    /// A quoted scalar's text, given the index `first` after its opening
+    /// quote: `text[run..end]` itself when the run starts there (nothing
+    /// needed unescaping or folding, as in most quoted scalars), else `out`
+    /// with the run appended.
+    fn finish_quoted(&self, mut out: String, first: usize, run: usize, end: usize) -> Cow<'a, str> {
+        let text: &'a str = self.text;
+        if run == first {
+            return Cow::Borrowed(&text[run..end]);
+        }
+        out.push_str(&text[run..end]);
+        Cow::Owned(out)
     }
 
     /// Folds the line break before `at` inside a quoted scalar: each blank
@@ -597,7 +663,7 @@ impl<'a> Parser<'a> {
     /// A literal block scalar whose `|` is at `pos`. An explicit indentation
     /// indicator counts from `parent_col`, the column of the owning key or
     /// `-`, as serde-saphyr counts it.
-    fn literal(&mut self, parent_col: usize) -> Option<Value> {
+    fn literal(&mut self, parent_col: usize) -> Option<()> {
         #[derive(PartialEq)]
         enum Chomp {
             Clip,
@@ -696,7 +762,8 @@ impl<'a> Parser<'a> {
                 }
             }
         }
-        Some(Value::String(out))
+        self.events.push(Event::Str(Cow::Owned(out)));
+        Some(())
     }
 }
 
@@ -898,7 +965,7 @@ fn digits_u128(digits: &str, radix: u32) -> Option<u128> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use serde_json::json;
+    use serde_json::{Map, json};
 
     /// What serde-saphyr makes of `text` with its default options.
     fn saphyr(text: &str) -> Option<Value> {
@@ -926,6 +993,11 @@ mod tests {
     fn assert_agrees(text: &str) -> Option<Value> {
         let ours = parse(text);
         if let Some(v) = &ours {
+            // The typed path reads the tape through its deserializer; read
+            // as a `Value` that way, it must give the same value.
+            let tape = parse_tape(text).expect("parse took the tape");
+            let through_de = <Value as serde::Deserialize>::deserialize(tape.node(0));
+            assert_eq!(through_de.as_ref().ok(), Some(v), "tape deserializer differs on {text:?}");
             let differ = format!("block_yaml and serde-saphyr differ on {text:?}");
             assert_eq!(Some(v), saphyr(text).as_ref(), "{differ}");
             assert_eq!(Some(v), saphyr_as_loaded(text).as_ref(), "{differ} (loader's options)");

@@ -1,9 +1,10 @@
 //! Cutting input text into pieces that decode independently: one per
 //! document, and one per item of a list document.
 //!
-//! Pieces borrow from the input where they can (JSON items stay raw slices of
-//! it), so a 70 MB dump is scanned once here and each item is deserialized
-//! straight into its type later, on whichever thread gets it.
+//! Pieces borrow from the input (JSON items and YAML items and documents are
+//! slices of it), so a 70 MB dump is scanned once here, copying nothing, and
+//! each item is deserialized straight into its type later, on whichever
+//! thread gets it.
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -25,8 +26,11 @@ pub(super) struct Piece<'a> {
 pub(super) enum Body<'a> {
     /// JSON text of one object (a slice of the input).
     Json(&'a str),
-    /// YAML text of one object (a list item cut out and dedented).
-    Yaml(String),
+    /// YAML text of one list item, cut out with its `- ` line: a sequence
+    /// of that one item.
+    YamlItem(&'a str),
+    /// YAML text of one document holding one object.
+    YamlDoc(&'a str),
     /// An already-parsed value (from a YAML document parsed whole).
     Value(Value),
 }
@@ -119,27 +123,37 @@ fn json_pieces<'a>(text: &'a str, source_name: &str) -> Result<Vec<Piece<'a>>, S
 }
 
 /// Splits YAML input: one piece per document, and one per item of a list
-/// document when [`split::list_items`] can cut it safely; other documents
-/// are parsed whole here.
-fn yaml_pieces(text: &str, source_name: &str) -> Result<Vec<Piece<'static>>, SnapshotError> {
+/// document when [`split::list_items`] can cut it safely. A document with a
+/// top-level `kind` that is not a list is one object, parsed later in
+/// parallel with the rest; other documents (bare sequences, lists that
+/// cannot be cut) are parsed whole here.
+fn yaml_pieces<'a>(text: &'a str, source_name: &str) -> Result<Vec<Piece<'a>>, SnapshotError> {
     let mut out = Vec::new();
     for doc in split::documents(text) {
         let position = Position { document: doc.number, item: None };
-        let list_kind = top_level_kind(doc.text).filter(|k| is_list_kind(k));
-        match list_kind.and_then(|kind| Some((kind, split::list_items(doc.text)?))) {
-            Some((kind, items)) => {
-                let items = items.into_iter().map(Body::Yaml);
-                push_items(&mut out, items, position, item_kind_hint(kind));
+        let kind = top_level_kind(doc.text);
+        match kind {
+            Some(kind) if !is_list_kind(kind) => {
+                out.push(Piece { body: Body::YamlDoc(doc.text), position, kind_hint: None });
+                continue;
             }
-            None => explode_value(parse_yaml(doc.text, position, source_name)?, position, &mut out),
+            Some(kind) => {
+                if let Some(items) = split::list_items(doc.text) {
+                    let items = items.into_iter().map(Body::YamlItem);
+                    push_items(&mut out, items, position, item_kind_hint(kind));
+                    continue;
+                }
+            }
+            None => {}
         }
+        explode_value(parse_yaml(doc.text, position, source_name)?, position, &mut out);
     }
     Ok(out)
 }
 
 /// Turns one parsed YAML document into pieces: a list (a sequence, or a
 /// mapping whose kind ends in `List` and that has `items`) becomes its items.
-fn explode_value(value: Value, position: Position, out: &mut Vec<Piece<'static>>) {
+fn explode_value(value: Value, position: Position, out: &mut Vec<Piece<'_>>) {
     match value {
         Value::Array(items) => push_items(out, items.into_iter().map(Body::Value), position, None),
         Value::Object(mut map)
@@ -167,9 +181,10 @@ fn item_kind_hint(list_kind: &str) -> Option<String> {
 
 /// The value of a top-level `kind:` line, if the document has one.
 fn top_level_kind(doc: &str) -> Option<&str> {
-    doc.lines()
-        .find_map(|l| l.strip_prefix("kind:"))
-        .map(|k| k.trim().trim_matches(|c| c == '"' || c == '\''))
+    let at = split::line_starting_with(doc, "kind:")?;
+    let value = &doc[at + "kind:".len()..];
+    let value = &value[..value.find('\n').unwrap_or(value.len())];
+    Some(value.trim().trim_matches(|c| c == '"' || c == '\''))
 }
 
 /// Parses one YAML document with serde-saphyr.

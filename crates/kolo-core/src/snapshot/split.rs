@@ -11,6 +11,8 @@
 //! the whole document instead, so the split can make loading faster but can
 //! never make it succeed differently. A test checks both paths agree.
 
+use memchr::memmem;
+
 /// One YAML document of a stream, by byte range.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Document<'a> {
@@ -27,7 +29,6 @@ pub fn documents(stream: &str) -> Vec<Document<'_>> {
     let mut out = Vec::new();
     let mut number = 0;
     let mut start = 0;
-    let mut offset = 0;
     let mut push = |start: usize, end: usize, number: &mut usize| {
         let text = &stream[start..end];
         *number += 1;
@@ -35,20 +36,48 @@ pub fn documents(stream: &str) -> Vec<Document<'_>> {
             out.push(Document { number: *number, text });
         }
     };
-    for line in stream.split_inclusive('\n') {
-        let bare = line.trim_end();
-        if bare == "---" || bare.starts_with("--- ") || bare == "..." {
-            if start < offset || has_content(&stream[start..offset]) {
-                push(start, offset, &mut number);
-            }
-            start = offset + line.len();
+    for (line_start, line_end) in marker_lines(stream) {
+        if start < line_start || has_content(&stream[start..line_start]) {
+            push(start, line_start, &mut number);
         }
-        offset += line.len();
+        start = line_end;
     }
     if start < stream.len() {
         push(start, stream.len(), &mut number);
     }
     out
+}
+
+/// The `---` and `...` lines of a stream, as (start, end after the line
+/// break), in order. Only lines starting with `---` or `...` are looked at,
+/// found by a vectorised search, so a 70 MB dump is not walked line by line.
+fn marker_lines(stream: &str) -> Vec<(usize, usize)> {
+    let b = stream.as_bytes();
+    let mut candidates: Vec<usize> = memmem::find_iter(b, b"\n---")
+        .chain(memmem::find_iter(b, b"\n..."))
+        .map(|at| at + 1)
+        .collect();
+    if b.starts_with(b"---") || b.starts_with(b"...") {
+        candidates.push(0);
+    }
+    candidates.sort_unstable();
+    candidates
+        .into_iter()
+        .filter_map(|at| {
+            let end = memchr::memchr(b'\n', &b[at..]).map_or(b.len(), |i| at + i + 1);
+            let bare = stream[at..end].trim_end();
+            (bare == "---" || bare.starts_with("--- ") || bare == "...").then_some((at, end))
+        })
+        .collect()
+}
+
+/// The start of the first line of `text` that starts with `prefix`.
+pub(super) fn line_starting_with(text: &str, prefix: &str) -> Option<usize> {
+    if text.starts_with(prefix) {
+        return Some(0);
+    }
+    let needle = format!("\n{prefix}");
+    memmem::find(text.as_bytes(), needle.as_bytes()).map(|at| at + 1)
 }
 
 fn has_content(text: &str) -> bool {
@@ -58,63 +87,69 @@ fn has_content(text: &str) -> bool {
     })
 }
 
-/// The items of a list document, each re-indented to stand alone as a YAML
-/// mapping, or `None` when the document is not a block-style list that can be
-/// cut safely (the caller then parses it whole).
+/// The items of a list document, each as the slice of `doc` from its `- `
+/// line to the line before the next item, or `None` when the document is not
+/// a block-style list that can be cut safely (the caller then parses it
+/// whole).
+///
+/// An item's slice is itself a YAML document: a sequence of that one item,
+/// equal to the item in the whole document. Slices borrow from the input, so
+/// cutting a 70 MB dump copies nothing.
 ///
 /// A document qualifies when it has a top-level `items:` key followed by a
 /// block sequence whose entries start with `- ` at one consistent
 /// indentation, contains no tabs, anchors or aliases, and every other
 /// top-level key is a plain scalar line (`kind: List`, `apiVersion: v1`) or a
 /// small nested mapping (`metadata:`).
-pub fn list_items(doc: &str) -> Option<Vec<String>> {
-    if doc.contains('\t') || may_use_anchors(doc) {
+pub fn list_items(doc: &str) -> Option<Vec<&str>> {
+    if memchr::memchr(b'\t', doc.as_bytes()).is_some() || may_use_anchors(doc) {
         return None;
     }
-    let lines: Vec<&str> = doc.lines().collect();
-    let items_at = lines.iter().position(|l| l.trim_end() == "items:")?;
+    let b = doc.as_bytes();
+    // The first line that is exactly `items:` (trailing spaces allowed).
+    let mut from = 0;
+    let items_line = loop {
+        let at = from + line_starting_with(&doc[from..], "items:")?;
+        let end = memchr::memchr(b'\n', &b[at..]).map_or(b.len(), |i| at + i + 1);
+        if doc[at..end].trim_end() == "items:" {
+            break end;
+        }
+        from = end;
+    };
+    let mut lines = Lines { b, next: items_line };
     // The sequence's indentation is set by its first entry.
-    let first = lines[items_at + 1..].iter().position(|l| !is_blank(l))? + items_at + 1;
-    let indent = indentation(lines[first]);
+    let first_start = lines.by_ref().find(|&(s, e)| !is_blank(&doc[s..e]))?.0;
+    let first = &doc[first_start..];
+    let indent = indentation(first);
     let entry_prefix = format!("{}- ", " ".repeat(indent));
-    if !lines[first].starts_with(&entry_prefix) {
+    if !first.starts_with(&entry_prefix) {
         return None;
     }
-    let mut items: Vec<String> = Vec::new();
-    let mut current: Option<String> = None;
-    for line in &lines[first..] {
-        if is_blank(line) {
-            // Blank and comment lines are kept: inside a literal block
-            // scalar they are content (`#!/bin/sh`, paragraph breaks).
-            // A comment indented less than the item's content still ends a
-            // block scalar, so it stays a comment, at column 0.
-            if let Some(item) = current.as_mut() {
-                if indentation(line) >= indent + 2 {
-                    item.push_str(&line[indent + 2..]);
-                } else {
-                    item.push_str(line.trim_start());
-                }
-                item.push('\n');
-            }
+    // Lines indented past the entry column by two or more belong to the
+    // current item whatever they hold (content, or a blank line): checking
+    // that prefix is all most lines need.
+    let inside = " ".repeat(indent + 2);
+    let mut items: Vec<&str> = Vec::new();
+    let mut item_start = first_start;
+    let mut end = doc.len();
+    for (start, line_end) in lines {
+        let line = &doc[start..line_end];
+        if line.starts_with(&inside) || is_blank(line) {
+            // Blank and comment lines stay with the item before them: inside
+            // a literal block scalar they are content (`#!/bin/sh`,
+            // paragraph breaks), elsewhere a comment is still a comment.
             continue;
         }
         if line.starts_with(&entry_prefix) {
-            items.extend(current.take());
-            // Turn "- key: v" into "key: v" at column 0.
-            let mut item = String::with_capacity(1024);
-            item.push_str(&line[indent + 2..]);
-            item.push('\n');
-            current = Some(item);
+            items.push(&doc[item_start..start]);
+            item_start = start;
             continue;
         }
         let line_indent = indentation(line);
-        if line_indent > indent + 1 {
-            let item = current.as_mut()?;
-            item.push_str(&line[indent + 2..]);
-            item.push('\n');
-        } else if line_indent == 0 && indent == 0 || line_indent < indent {
+        if line_indent == 0 && indent == 0 || line_indent < indent {
             // The sequence ended; the rest must be top-level keys of the
             // list document itself.
+            end = start;
             break;
         } else {
             // "-" alone, or a line between the entry column and the entry's
@@ -122,8 +157,27 @@ pub fn list_items(doc: &str) -> Option<Vec<String>> {
             return None;
         }
     }
-    items.extend(current);
+    items.push(&doc[item_start..end]);
     Some(items)
+}
+
+/// The lines of `b` from `next` on, as (start, end after the line break).
+struct Lines<'a> {
+    b: &'a [u8],
+    next: usize,
+}
+
+impl Iterator for Lines<'_> {
+    type Item = (usize, usize);
+
+    fn next(&mut self) -> Option<(usize, usize)> {
+        let start = self.next;
+        if start >= self.b.len() {
+            return None;
+        }
+        self.next = memchr::memchr(b'\n', &self.b[start..]).map_or(self.b.len(), |i| start + i + 1);
+        Some((start, self.next))
+    }
 }
 
 /// Whether the text may define or use an anchor, an alias or a merge key,
@@ -134,6 +188,7 @@ pub(super) fn may_use_anchors(doc: &str) -> bool {
 }
 
 fn is_blank(line: &str) -> bool {
+    // Also true for a line break alone, or `\r\n`.
     let t = line.trim();
     t.is_empty() || t.starts_with('#')
 }
@@ -155,10 +210,40 @@ mod tests {
     }
 
     #[test]
+    fn only_whole_marker_lines_split() {
+        let stream = "a: |\n  ---not a marker\n---foo: 1\n---\r\nb: 2\n...   \nc: 3\n....\n";
+        let docs = documents(stream);
+        let got: Vec<(usize, &str)> = docs.iter().map(|d| (d.number, d.text)).collect();
+        assert_eq!(
+            got,
+            vec![(1, "a: |\n  ---not a marker\n---foo: 1\n"), (2, "b: 2\n"), (3, "c: 3\n....\n")]
+        );
+    }
+
+    #[test]
     fn leading_marker_does_not_create_an_empty_document() {
         let docs = documents("---\napiVersion: v1\n");
         assert_eq!(docs.len(), 1);
         assert_eq!(docs[0].number, 1);
+    }
+
+    /// Each cut item, read alone, is a sequence of just that item.
+    fn cut_items_as_values(doc: &str) -> Vec<serde_json::Value> {
+        list_items(doc)
+            .expect("the list is cut")
+            .into_iter()
+            .map(|item| match serde_saphyr::from_str(item).unwrap() {
+                serde_json::Value::Array(mut one) if one.len() == 1 => one.remove(0),
+                other => panic!("item {item:?} reads as {other}, not a one-item sequence"),
+            })
+            .collect()
+    }
+
+    /// The property the loader rests on: the cut items, read alone, are
+    /// the items of the whole document.
+    fn assert_cut_agrees(doc: &str) {
+        let whole: serde_json::Value = serde_saphyr::from_str(doc).unwrap();
+        assert_eq!(serde_json::Value::Array(cut_items_as_values(doc)), whole["items"], "{doc:?}");
     }
 
     #[test]
@@ -169,10 +254,11 @@ mod tests {
             items,
             vec![
                 // The blank line between items stays with the first.
-                "apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n\n".to_string(),
-                "kind: Node\nmetadata:\n  name: b\n".to_string()
+                "- apiVersion: v1\n  kind: Pod\n  metadata:\n    name: a\n\n",
+                "- kind: Node\n  metadata:\n    name: b\n"
             ]
         );
+        assert_cut_agrees(doc);
     }
 
     #[test]
@@ -180,18 +266,16 @@ mod tests {
         let doc = "kind: List\nitems:\n  - kind: Pod\n    metadata:\n      name: a\n  - kind: Pod\n    metadata:\n      name: b\n";
         let items = list_items(doc).unwrap();
         assert_eq!(items.len(), 2);
-        assert_eq!(items[1], "kind: Pod\nmetadata:\n  name: b\n");
+        assert_eq!(items[1], "  - kind: Pod\n    metadata:\n      name: b\n");
+        assert_cut_agrees(doc);
     }
 
     #[test]
     fn keeps_blank_and_comment_lines_inside_block_scalars() {
-        let doc = "kind: List\nitems:\n- kind: ConfigMap\n  data:\n    script: |\n      #!/bin/sh\n      echo hi\n\n      echo bye\n  # a comment\n  metadata:\n    name: c\n\n- kind: Pod\n";
-        let items = list_items(doc).unwrap();
-        let whole: serde_json::Value = serde_saphyr::from_str(doc).unwrap();
-        let cut: Vec<serde_json::Value> =
-            items.iter().map(|i| serde_saphyr::from_str(i).unwrap()).collect();
-        assert_eq!(serde_json::Value::Array(cut), whole["items"]);
-        assert_eq!(whole["items"][0]["data"]["script"], "#!/bin/sh\necho hi\n\necho bye\n");
+        let doc = "kind: List\nitems:\n- kind: ConfigMap\n  data:\n    script: |\n      #!/bin/sh\n      echo hi\n\n      echo bye\n  # a comment\n  metadata:\n    name: c\n\n# between items\n- kind: Pod\n";
+        assert_cut_agrees(doc);
+        let items = cut_items_as_values(doc);
+        assert_eq!(items[0]["data"]["script"], "#!/bin/sh\necho hi\n\necho bye\n");
     }
 
     #[test]
@@ -201,10 +285,14 @@ mod tests {
             {"kind": "Pod", "spec": {"containers": [{"name": "c", "args": ["--x", "- y"]}]}}
         ]});
         let yaml = serde_saphyr::to_string(&list).unwrap();
-        let items = list_items(&yaml).expect("block-style list is cut");
-        let parsed: Vec<serde_json::Value> =
-            items.iter().map(|i| serde_saphyr::from_str(i).unwrap()).collect();
-        assert_eq!(serde_json::Value::Array(parsed), list["items"]);
+        assert_eq!(serde_json::Value::Array(cut_items_as_values(&yaml)), list["items"]);
+    }
+
+    #[test]
+    fn crlf_line_breaks_are_cut_too() {
+        assert_cut_agrees(
+            "kind: List\r\nitems:\r\n- kind: Pod\r\n  a: 1\r\n- kind: Pod\r\n  a: 2\r\n",
+        );
     }
 
     #[test]
