@@ -1,0 +1,1 @@
+//! NodeNUMAResource (spec §6): placeholder, filled in by its own change.
