@@ -9,4 +9,16 @@
 //!   `mid-*` resources, load-aware filtering and scoring, NUMA-aware cpuset
 //!   allocation, and the standard node affinity / taint plugins.
 
+pub mod binder;
+pub mod cache;
+pub mod config;
+pub mod explain;
+pub mod framework;
 pub mod plugins;
+pub mod profile;
+pub mod queue;
+pub mod registry;
+pub mod scheduler;
+
+#[cfg(test)]
+mod testing;

@@ -1,4 +1,39 @@
-//! The in-tree plugins, one module each.
+//! The in-tree plugins, one module each, and the registry and default
+//! profile that enable them.
 
+pub mod default_binder;
 pub mod load_aware;
+pub mod node_affinity;
 pub mod node_numa_resource;
+pub mod node_resources_fit;
+pub mod node_unschedulable;
+pub mod priority_sort;
+pub mod taint_toleration;
+pub mod tolerations;
+
+use crate::profile::DefaultPlugin;
+use crate::registry::Registry;
+
+/// Every in-tree plugin, by name.
+pub fn registry() -> Registry {
+    let mut registry = Registry::new();
+    registry
+        .register(priority_sort::NAME, priority_sort::PrioritySort::build)
+        .register(node_unschedulable::NAME, node_unschedulable::NodeUnschedulable::build)
+        .register(node_affinity::NAME, node_affinity::NodeAffinity::build)
+        .register(taint_toleration::NAME, taint_toleration::TaintToleration::build)
+        .register(node_resources_fit::NAME, node_resources_fit::NodeResourcesFit::build)
+        .register(default_binder::NAME, default_binder::DefaultBinder::build);
+    registry
+}
+
+/// The plugins a kolo profile enables unless configured otherwise, in
+/// order, with kube-scheduler's default score weights for its own plugins.
+pub const DEFAULT_PLUGINS: &[DefaultPlugin] = &[
+    DefaultPlugin { name: priority_sort::NAME, weight: 1 },
+    DefaultPlugin { name: node_unschedulable::NAME, weight: 1 },
+    DefaultPlugin { name: node_affinity::NAME, weight: 2 },
+    DefaultPlugin { name: taint_toleration::NAME, weight: 3 },
+    DefaultPlugin { name: node_resources_fit::NAME, weight: 1 },
+    DefaultPlugin { name: default_binder::NAME, weight: 1 },
+];

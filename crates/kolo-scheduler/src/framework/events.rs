@@ -1,0 +1,115 @@
+//! Changes to the cluster the scheduler sees, as plugins receive them.
+
+use kolo_api::crd::NodeMetric;
+use kolo_core::clock::Timestamp;
+
+use super::{NodeId, NodeInfo, PodInfo};
+
+/// A change to the scheduler's view of the cluster, delivered to every
+/// plugin that keeps its own per-node state (after the cache applied it).
+#[derive(Debug, Clone, Copy)]
+pub enum ClusterEvent<'a> {
+    /// A node appeared.
+    NodeAdded(&'a NodeInfo),
+    /// A node's object changed (labels, allocatable, annotations...).
+    NodeUpdated(&'a NodeInfo),
+    /// A node went away; its pods were removed first (one
+    /// [`ClusterEvent::PodRemoved`] each).
+    NodeRemoved {
+        /// Its id.
+        id: NodeId,
+        /// Its name.
+        name: &'a str,
+    },
+    /// A pod is now counted on a node: bound (seen from the API), or assumed
+    /// by this scheduler at Reserve, or its object changed. Handlers upsert
+    /// by pod key, so a pod reported twice counts once.
+    PodAdded {
+        /// The pod.
+        pod: &'a PodInfo,
+        /// Its node.
+        node: &'a NodeInfo,
+        /// Assumed by this scheduler, not yet confirmed bound.
+        assumed: bool,
+        /// When the scheduler learned of the assignment.
+        at: Timestamp,
+    },
+    /// A pod is no longer counted on a node (deleted, finished, or a failed
+    /// bind made the scheduler forget it).
+    PodRemoved {
+        /// The pod.
+        pod: &'a PodInfo,
+        /// The node it was counted on (possibly being removed itself).
+        node: NodeId,
+    },
+    /// A node's NodeMetric was created or changed.
+    NodeMetricUpdated {
+        /// The node it describes.
+        node: &'a NodeInfo,
+        /// The metric.
+        metric: &'a NodeMetric,
+    },
+    /// A node's NodeMetric was deleted.
+    NodeMetricRemoved {
+        /// The node it described.
+        node: &'a NodeInfo,
+    },
+}
+
+impl ClusterEvent<'_> {
+    /// The event's kind, for matching against what plugins registered.
+    pub fn kind(&self) -> EventKinds {
+        match self {
+            ClusterEvent::NodeAdded(_) => EventKinds::NODE_ADD,
+            ClusterEvent::NodeUpdated(_) => EventKinds::NODE_UPDATE,
+            ClusterEvent::NodeRemoved { .. } => EventKinds::NODE_DELETE,
+            ClusterEvent::PodAdded { .. } => EventKinds::POD_ADD,
+            ClusterEvent::PodRemoved { .. } => EventKinds::POD_DELETE,
+            ClusterEvent::NodeMetricUpdated { .. } | ClusterEvent::NodeMetricRemoved { .. } => {
+                EventKinds::NODE_METRIC
+            }
+        }
+    }
+}
+
+/// A set of event kinds: what may make a pod a plugin rejected schedulable
+/// again (kube-scheduler's `EventsToRegister`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct EventKinds(u8);
+
+impl EventKinds {
+    /// No event.
+    pub const NONE: EventKinds = EventKinds(0);
+    /// A node was added.
+    pub const NODE_ADD: EventKinds = EventKinds(1);
+    /// A node changed.
+    pub const NODE_UPDATE: EventKinds = EventKinds(1 << 1);
+    /// A node was deleted.
+    pub const NODE_DELETE: EventKinds = EventKinds(1 << 2);
+    /// A pod was assigned to a node.
+    pub const POD_ADD: EventKinds = EventKinds(1 << 3);
+    /// An assigned pod went away.
+    pub const POD_DELETE: EventKinds = EventKinds(1 << 4);
+    /// A NodeMetric changed.
+    pub const NODE_METRIC: EventKinds = EventKinds(1 << 5);
+    /// Every kind.
+    pub const ALL: EventKinds = EventKinds(0b11_1111);
+
+    /// Whether the two sets share a kind.
+    pub fn intersects(self, other: EventKinds) -> bool {
+        self.0 & other.0 != 0
+    }
+}
+
+impl std::ops::BitOr for EventKinds {
+    type Output = EventKinds;
+    fn bitor(self, rhs: EventKinds) -> EventKinds {
+        EventKinds(self.0 | rhs.0)
+    }
+}
+
+impl std::ops::BitOrAssign for EventKinds {
+    fn bitor_assign(&mut self, rhs: EventKinds) {
+        self.0 |= rhs.0;
+    }
+}

@@ -1,0 +1,382 @@
+//! The extension points: one narrow trait each, as in kube-scheduler's
+//! scheduling framework, and [`Plugin`], which says which of them a plugin
+//! implements.
+//!
+//! Two differences from kube-scheduler, both for speed and both documented
+//! in `docs/scheduler.md`:
+//!
+//! * Filter and Score are called for a *batch* of nodes
+//!   ([`Filter::filter_nodes`], [`Score::score_nodes`]); the default
+//!   implementations loop over [`Filter::filter`] / [`Score::score`], which
+//!   the compiler inlines, so a cycle costs one dynamic call per plugin per
+//!   batch instead of one per node.
+//! * PreScore sees only the pod, not the list of feasible nodes, so the
+//!   framework can filter and score a batch of nodes in one pass. None of
+//!   kolo's plugins needs the feasible list there.
+
+use std::time::Duration;
+
+use kolo_core::clock::Timestamp;
+
+use super::{ClusterEvent, CycleState, EventKinds, NodeInfo, PodInfo, Rejection, Verdict};
+use crate::binder::BindRequest;
+
+/// What every extension point gets besides the pod: the time of the cycle.
+#[derive(Debug, Clone, Copy)]
+pub struct CycleContext {
+    /// "Now", as the caller's clock said when the cycle started.
+    pub now: Timestamp,
+}
+
+/// A plugin: a name and the extension points it implements.
+///
+/// Each `as_*` method returns the plugin as that extension point's trait, or
+/// `None` (the default) when it does not implement it. Extension points that
+/// change the plugin's own state (Reserve, cluster events) take `&mut self`;
+/// the rest run concurrently across nodes and take `&self`.
+pub trait Plugin: Send + Sync {
+    /// The name it is registered and configured under.
+    fn name(&self) -> &'static str;
+
+    /// As a QueueSort plugin.
+    fn as_queue_sort(&self) -> Option<&dyn QueueSort> {
+        None
+    }
+    /// As a PreFilter plugin.
+    fn as_pre_filter(&self) -> Option<&dyn PreFilter> {
+        None
+    }
+    /// As a Filter plugin.
+    fn as_filter(&self) -> Option<&dyn Filter> {
+        None
+    }
+    /// As a PostFilter plugin.
+    fn as_post_filter(&self) -> Option<&dyn PostFilter> {
+        None
+    }
+    /// As a PreScore plugin.
+    fn as_pre_score(&self) -> Option<&dyn PreScore> {
+        None
+    }
+    /// As a Score plugin.
+    fn as_score(&self) -> Option<&dyn Score> {
+        None
+    }
+    /// As a Reserve plugin.
+    fn as_reserve(&mut self) -> Option<&mut dyn Reserve> {
+        None
+    }
+    /// As a Permit plugin.
+    fn as_permit(&self) -> Option<&dyn Permit> {
+        None
+    }
+    /// As a PreBind plugin.
+    fn as_pre_bind(&self) -> Option<&dyn PreBind> {
+        None
+    }
+    /// As a Bind plugin.
+    fn as_bind(&self) -> Option<&dyn Bind> {
+        None
+    }
+    /// As a handler of cluster changes (for plugins with per-node state).
+    fn as_event_handler(&mut self) -> Option<&mut dyn ClusterEventHandler> {
+        None
+    }
+    /// The changes that may make a pod this plugin rejected schedulable: a
+    /// pod it rejected waits until one happens (or until its retry period
+    /// ends). All kinds by default.
+    fn events_to_register(&self) -> EventKinds {
+        EventKinds::ALL
+    }
+}
+
+/// The order of the scheduling queue.
+pub trait QueueSort {
+    /// The pod's place in the queue: smaller keys are scheduled first (pods
+    /// with equal keys in arrival order).
+    fn sort_key(&self, pod: &PodInfo) -> QueueKey;
+}
+
+/// A position in the scheduling queue; smaller first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct QueueKey(pub i64, pub i64);
+
+/// What a PreFilter plugin decided for a pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PreFilterOutcome {
+    /// Run this plugin's Filter for the pod.
+    Proceed,
+    /// This plugin has nothing to check for the pod: skip its Filter.
+    Skip,
+    /// The pod cannot be scheduled anywhere.
+    Reject(Rejection),
+}
+
+/// Checks a pod once per cycle, before any node, and prepares state for
+/// Filter.
+pub trait PreFilter {
+    /// Looks at the pod; may write state for Filter.
+    fn pre_filter(
+        &self,
+        ctx: &CycleContext,
+        state: &mut CycleState,
+        pod: &PodInfo,
+    ) -> PreFilterOutcome;
+}
+
+/// A rejection and the plugin (its index in the profile) that made it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejected {
+    /// The rejecting plugin's index in its profile.
+    pub plugin: u16,
+    /// Why.
+    pub rejection: Rejection,
+}
+
+/// Decides whether a pod may run on a node.
+pub trait Filter: Sync {
+    /// The verdict for one node.
+    fn filter(
+        &self,
+        ctx: &CycleContext,
+        state: &CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+    ) -> Verdict;
+
+    /// The verdicts for a batch of nodes. Only nodes whose `out` slot is
+    /// still `None` (not rejected by an earlier plugin) are looked at; a
+    /// rejection is stored with `plugin`, the plugin's index.
+    fn filter_nodes(
+        &self,
+        ctx: &CycleContext,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[NodeInfo],
+        plugin: u16,
+        out: &mut [Option<Rejected>],
+    ) {
+        for (node, slot) in nodes.iter().zip(out) {
+            if slot.is_none()
+                && let Err(rejection) = self.filter(ctx, state, pod, node)
+            {
+                *slot = Some(Rejected { plugin, rejection });
+            }
+        }
+    }
+}
+
+/// What a PostFilter plugin did for a pod no node could take.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PostFilterOutcome {
+    /// Nothing to do.
+    Unchanged,
+    /// The pod should retry on this node once it has made room (e.g. after
+    /// preempting victims); the name is recorded as the nominated node.
+    Nominate(String),
+}
+
+/// Runs when Filter left no feasible node (kube-scheduler's preemption hook).
+pub trait PostFilter {
+    /// Reacts to a pod that fits nowhere; `rejections` lists each node's
+    /// verdict.
+    fn post_filter(
+        &self,
+        ctx: &CycleContext,
+        state: &CycleState,
+        pod: &PodInfo,
+        rejections: &[(&NodeInfo, &Rejected)],
+    ) -> PostFilterOutcome;
+}
+
+/// Whether a plugin scores a pod.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PreScoreOutcome {
+    /// Run this plugin's Score for the pod.
+    Proceed,
+    /// This plugin has no opinion on the pod: skip its Score.
+    Skip,
+}
+
+/// Prepares scoring state for a pod, once per cycle.
+pub trait PreScore {
+    /// Looks at the pod; may write state for Score.
+    fn pre_score(
+        &self,
+        ctx: &CycleContext,
+        state: &mut CycleState,
+        pod: &PodInfo,
+    ) -> PreScoreOutcome;
+}
+
+/// The scores of a batch of nodes for one plugin, written with a stride
+/// (the framework keeps every plugin's scores of a node together).
+pub struct ScoreSink<'a> {
+    data: &'a mut [i64],
+    stride: usize,
+}
+
+impl<'a> ScoreSink<'a> {
+    /// Scores land at `data[i * stride]`.
+    pub(crate) fn new(data: &'a mut [i64], stride: usize) -> ScoreSink<'a> {
+        ScoreSink { data, stride }
+    }
+
+    /// Sets the score of the `i`-th node of the batch.
+    pub fn set(&mut self, i: usize, score: i64) {
+        self.data[i * self.stride] = score;
+    }
+}
+
+/// Ranks the feasible nodes for a pod: 0 ([`MIN_NODE_SCORE`]) to 100
+/// ([`MAX_NODE_SCORE`]), higher is better.
+pub trait Score: Sync {
+    /// The score of one feasible node.
+    fn score(&self, ctx: &CycleContext, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> i64;
+
+    /// The scores of a batch of nodes; nodes with a rejection in `verdicts`
+    /// are not scored.
+    fn score_nodes(
+        &self,
+        ctx: &CycleContext,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[NodeInfo],
+        verdicts: &[Option<Rejected>],
+        out: &mut ScoreSink<'_>,
+    ) {
+        for (i, (node, verdict)) in nodes.iter().zip(verdicts).enumerate() {
+            if verdict.is_none() {
+                out.set(i, self.score(ctx, state, pod, node));
+            }
+        }
+    }
+
+    /// Whether [`normalize`](Self::normalize) does anything (most plugins
+    /// score on the final scale already; then the framework can sum scores
+    /// while it computes them).
+    fn normalizes(&self) -> bool {
+        false
+    }
+
+    /// Rescales the raw scores of all feasible nodes to 0..=100.
+    fn normalize(
+        &self,
+        _ctx: &CycleContext,
+        _state: &CycleState,
+        _pod: &PodInfo,
+        _scores: &mut [i64],
+    ) {
+    }
+}
+
+/// The lowest node score.
+pub const MIN_NODE_SCORE: i64 = 0;
+/// The highest node score.
+pub const MAX_NODE_SCORE: i64 = 100;
+
+/// kube-scheduler's `DefaultNormalizeScore`: scales scores so the highest
+/// becomes `max_priority` (integer arithmetic), optionally reversed (for
+/// plugins whose raw score counts something bad).
+pub fn default_normalize(max_priority: i64, reverse: bool, scores: &mut [i64]) {
+    let max = scores.iter().copied().max().unwrap_or(0);
+    if max == 0 {
+        if reverse {
+            scores.iter_mut().for_each(|s| *s = max_priority);
+        }
+        return;
+    }
+    for s in scores {
+        let mut v = max_priority * *s / max;
+        if reverse {
+            v = max_priority - v;
+        }
+        *s = v;
+    }
+}
+
+/// Claims what a pod needs on its chosen node before binding, so the next
+/// cycle sees it used.
+pub trait Reserve {
+    /// Claims resources for `pod` on `node`. A rejection undoes the reserve
+    /// of every plugin (in reverse order) and fails the cycle.
+    fn reserve(
+        &mut self,
+        ctx: &CycleContext,
+        state: &CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+    ) -> Result<(), Rejection>;
+
+    /// Releases what [`reserve`](Self::reserve) claimed: after a later
+    /// extension point failed, or after binding failed (possibly many cycles
+    /// later, so it must work from the pod and node alone). Must tolerate
+    /// being called for a pod it never reserved.
+    fn unreserve(&mut self, ctx: &CycleContext, pod: &PodInfo, node: &NodeInfo);
+}
+
+/// What a Permit plugin decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PermitOutcome {
+    /// Bind now.
+    Allow,
+    /// Hold the pod (reserved) until allowed, or rejected when the timeout
+    /// passes (gang scheduling waits for its members this way).
+    Wait(Duration),
+    /// Do not bind; unreserve.
+    Reject(Rejection),
+}
+
+/// The last gate before binding.
+pub trait Permit {
+    /// Allows, delays or rejects binding `pod` to `node`.
+    fn permit(
+        &self,
+        ctx: &CycleContext,
+        state: &CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+    ) -> PermitOutcome;
+}
+
+/// Adds to the bind request what must be written before the pod is bound
+/// (e.g. the cpuset chosen, as an annotation).
+pub trait PreBind {
+    /// Adds patches to `request`; a rejection unreserves the pod.
+    fn pre_bind(
+        &self,
+        ctx: &CycleContext,
+        state: &CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+        request: &mut BindRequest,
+    ) -> Result<(), Rejection>;
+}
+
+/// Whether a Bind plugin took the pod.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BindOutcome {
+    /// Not this plugin's pod: ask the next Bind plugin.
+    Skip,
+    /// This plugin will bind it; the request goes to the binder.
+    Handled,
+}
+
+/// Decides how a pod is bound.
+pub trait Bind {
+    /// Takes the pod (possibly adjusting the request) or skips it.
+    fn bind(
+        &self,
+        ctx: &CycleContext,
+        state: &CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+        request: &mut BindRequest,
+    ) -> BindOutcome;
+}
+
+/// Keeps a plugin's own per-node state in step with the cluster.
+pub trait ClusterEventHandler {
+    /// Applies one change (after the scheduler cache applied it).
+    fn on_event(&mut self, event: &ClusterEvent<'_>);
+}

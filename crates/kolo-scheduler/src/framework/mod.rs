@@ -1,0 +1,23 @@
+//! The scheduling framework: the types every plugin sees and the extension
+//! points it can implement. The framework knows no plugin: plugins are
+//! found by name in a [`Registry`](crate::registry::Registry) and enabled
+//! per profile.
+
+mod cycle_state;
+mod events;
+mod interface;
+mod node_info;
+mod pod_info;
+mod status;
+
+pub use cycle_state::CycleState;
+pub use events::{ClusterEvent, EventKinds};
+pub use interface::{
+    Bind, BindOutcome, ClusterEventHandler, CycleContext, Filter, MAX_NODE_SCORE, MIN_NODE_SCORE,
+    Permit, PermitOutcome, Plugin, PostFilter, PostFilterOutcome, PreBind, PreFilter,
+    PreFilterOutcome, PreScore, PreScoreOutcome, QueueKey, QueueSort, Rejected, Reserve, Score,
+    ScoreSink, default_normalize,
+};
+pub use node_info::{NodeId, NodeInfo};
+pub use pod_info::{DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, PodInfo};
+pub use status::{Code, Rejection, Verdict};

@@ -1,0 +1,276 @@
+//! TaintToleration: a pod runs only where it tolerates every `NoSchedule`
+//! and `NoExecute` taint; among those nodes, fewer untolerated
+//! `PreferNoSchedule` taints score higher (kube-scheduler's plugin).
+
+use std::collections::HashMap;
+
+use kolo_core::node::TaintEffect;
+
+use super::tolerations::{Toleration, tolerated, tolerations};
+use crate::framework::{
+    ClusterEvent, ClusterEventHandler, CycleContext, CycleState, EventKinds, Filter, NodeId,
+    NodeInfo, Plugin, PodInfo, PreFilter, PreFilterOutcome, PreScore, PreScoreOutcome, Rejected,
+    Rejection, Score, Verdict, default_normalize,
+};
+use crate::registry::PluginArgsError;
+
+/// The plugin's registered name.
+pub const NAME: &str = "TaintToleration";
+
+/// See the module documentation.
+#[derive(Debug, Default)]
+pub struct TaintToleration {
+    /// Nodes with at least one `PreferNoSchedule` taint. While there are
+    /// none every node scores the same, so scores need no normalizing and
+    /// the framework can sum them during the parallel pass.
+    prefer_no_schedule_nodes: HashMap<NodeId, ()>,
+}
+
+/// The pod's tolerations, read once per cycle.
+struct PodTolerations(Vec<Toleration>);
+
+impl TaintToleration {
+    /// Builds the plugin (it takes no arguments).
+    pub fn build(_args: Option<&serde_json::Value>) -> Result<Box<dyn Plugin>, PluginArgsError> {
+        Ok(Box::new(TaintToleration::default()))
+    }
+
+    fn check(tolerations: &[Toleration], node: &NodeInfo) -> Verdict {
+        for taint in node.view().taints() {
+            if taint.effect != TaintEffect::PreferNoSchedule && !tolerated(tolerations, taint) {
+                return Err(Rejection::unresolvable(format!(
+                    "node(s) had untolerated taint {{{}: {}}}",
+                    taint.key, taint.value
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn count_intolerable(tolerations: &[Toleration], node: &NodeInfo) -> i64 {
+        node.view()
+            .taints()
+            .iter()
+            .filter(|t| t.effect == TaintEffect::PreferNoSchedule && !tolerated(tolerations, t))
+            .count() as i64
+    }
+}
+
+impl Plugin for TaintToleration {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+    fn as_pre_filter(&self) -> Option<&dyn PreFilter> {
+        Some(self)
+    }
+    fn as_filter(&self) -> Option<&dyn Filter> {
+        Some(self)
+    }
+    fn as_pre_score(&self) -> Option<&dyn PreScore> {
+        Some(self)
+    }
+    fn as_score(&self) -> Option<&dyn Score> {
+        Some(self)
+    }
+    fn as_event_handler(&mut self) -> Option<&mut dyn ClusterEventHandler> {
+        Some(self)
+    }
+    fn events_to_register(&self) -> EventKinds {
+        EventKinds::NODE_ADD | EventKinds::NODE_UPDATE
+    }
+}
+
+impl PreFilter for TaintToleration {
+    fn pre_filter(
+        &self,
+        _: &CycleContext,
+        state: &mut CycleState,
+        pod: &PodInfo,
+    ) -> PreFilterOutcome {
+        state.write(PodTolerations(tolerations(pod.pod())));
+        PreFilterOutcome::Proceed
+    }
+}
+
+impl Filter for TaintToleration {
+    fn filter(
+        &self,
+        _: &CycleContext,
+        state: &CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+    ) -> Verdict {
+        match state.read::<PodTolerations>() {
+            Some(t) => Self::check(&t.0, node),
+            None => Self::check(&tolerations(pod.pod()), node),
+        }
+    }
+
+    fn filter_nodes(
+        &self,
+        _: &CycleContext,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[NodeInfo],
+        plugin: u16,
+        out: &mut [Option<Rejected>],
+    ) {
+        let owned;
+        let tolerations = match state.read::<PodTolerations>() {
+            Some(t) => &t.0,
+            None => {
+                owned = tolerations(pod.pod());
+                &owned
+            }
+        };
+        for (node, slot) in nodes.iter().zip(out) {
+            if slot.is_none()
+                && !node.view().taints().is_empty()
+                && let Err(rejection) = Self::check(tolerations, node)
+            {
+                *slot = Some(Rejected { plugin, rejection });
+            }
+        }
+    }
+}
+
+impl PreScore for TaintToleration {
+    fn pre_score(
+        &self,
+        _: &CycleContext,
+        state: &mut CycleState,
+        pod: &PodInfo,
+    ) -> PreScoreOutcome {
+        if state.read::<PodTolerations>().is_none() {
+            state.write(PodTolerations(tolerations(pod.pod())));
+        }
+        PreScoreOutcome::Proceed
+    }
+}
+
+impl Score for TaintToleration {
+    fn score(&self, _: &CycleContext, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> i64 {
+        if self.prefer_no_schedule_nodes.is_empty() {
+            // What normalizing all-zero counts (reversed) would give.
+            return 100;
+        }
+        match state.read::<PodTolerations>() {
+            Some(t) => Self::count_intolerable(&t.0, node),
+            None => Self::count_intolerable(&tolerations(pod.pod()), node),
+        }
+    }
+
+    fn normalizes(&self) -> bool {
+        !self.prefer_no_schedule_nodes.is_empty()
+    }
+
+    fn normalize(&self, _: &CycleContext, _: &CycleState, _: &PodInfo, scores: &mut [i64]) {
+        default_normalize(100, true, scores);
+    }
+}
+
+impl ClusterEventHandler for TaintToleration {
+    fn on_event(&mut self, event: &ClusterEvent<'_>) {
+        match event {
+            ClusterEvent::NodeAdded(node) | ClusterEvent::NodeUpdated(node) => {
+                let prefers =
+                    node.view().taints().iter().any(|t| t.effect == TaintEffect::PreferNoSchedule);
+                if prefers {
+                    self.prefer_no_schedule_nodes.insert(node.id(), ());
+                } else {
+                    self.prefer_no_schedule_nodes.remove(&node.id());
+                }
+            }
+            ClusterEvent::NodeRemoved { id, .. } => {
+                self.prefer_no_schedule_nodes.remove(id);
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{ctx, node_from_yaml, node_info, pod_from_yaml};
+
+    fn node(taints: &str) -> NodeInfo {
+        node_info(node_from_yaml(&format!("metadata: {{name: n}}\nspec: {{taints: [{taints}]}}\n")))
+    }
+
+    fn pod(tolerations: &str) -> PodInfo {
+        PodInfo::new(pod_from_yaml(&format!(
+            "metadata: {{name: p}}\nspec: {{containers: [], tolerations: [{tolerations}]}}\n"
+        )))
+        .unwrap()
+    }
+
+    #[test]
+    fn filter_table() {
+        let cases = [
+            ("", "", Ok(())),
+            (
+                "{key: a, value: x, effect: NoSchedule}",
+                "",
+                Err("node(s) had untolerated taint {a: x}"),
+            ),
+            (
+                "{key: a, value: x, effect: NoExecute}",
+                "",
+                Err("node(s) had untolerated taint {a: x}"),
+            ),
+            ("{key: a, value: x, effect: PreferNoSchedule}", "", Ok(())),
+            ("{key: a, value: x, effect: NoSchedule}", "{key: a, operator: Exists}", Ok(())),
+            (
+                "{key: a, value: x, effect: NoSchedule}, {key: b, effect: NoSchedule}",
+                "{key: a, value: x}",
+                Err("node(s) had untolerated taint {b: }"),
+            ),
+        ];
+        let plugin = TaintToleration::default();
+        for (taints, tolerations, want) in cases {
+            let pod = pod(tolerations);
+            let mut state = CycleState::new();
+            plugin.pre_filter(&ctx(), &mut state, &pod);
+            let got = plugin.filter(&ctx(), &state, &pod, &node(taints));
+            let want = want.map_err(|r: &str| Rejection::unresolvable(r.to_string()));
+            assert_eq!(got, want, "taints [{taints}] tolerations [{tolerations}]");
+            // The batch path agrees.
+            let mut out = [None];
+            plugin.filter_nodes(&ctx(), &state, &pod, &[node(taints)], 7, &mut out);
+            assert_eq!(out[0].clone().map(|r| r.rejection), got.err());
+        }
+    }
+
+    #[test]
+    fn fewer_untolerated_prefer_no_schedule_taints_score_higher() {
+        let mut plugin = TaintToleration::default();
+        let nodes = [
+            node(""),
+            node("{key: a, effect: PreferNoSchedule}"),
+            node("{key: a, effect: PreferNoSchedule}, {key: b, effect: PreferNoSchedule}"),
+        ];
+        let p = pod("{key: b, operator: Exists, effect: PreferNoSchedule}");
+        let state = CycleState::new();
+        assert!(!plugin.normalizes());
+        assert_eq!(plugin.score(&ctx(), &state, &p, &nodes[2]), 100);
+        let mut with_ids = nodes.clone();
+        for (i, n) in with_ids.iter_mut().enumerate() {
+            *n = NodeInfo::new(
+                NodeId(i as u32),
+                std::sync::Arc::new(n.node().clone()),
+                n.view().clone(),
+            );
+            plugin.on_event(&ClusterEvent::NodeAdded(n));
+        }
+        assert!(plugin.normalizes());
+        let mut scores: Vec<i64> =
+            with_ids.iter().map(|n| plugin.score(&ctx(), &state, &p, n)).collect();
+        assert_eq!(scores, [0, 1, 1]);
+        plugin.normalize(&ctx(), &state, &p, &mut scores);
+        assert_eq!(scores, [100, 0, 0]);
+        plugin.on_event(&ClusterEvent::NodeRemoved { id: NodeId(1), name: "n" });
+        plugin.on_event(&ClusterEvent::NodeRemoved { id: NodeId(2), name: "n" });
+        assert!(!plugin.normalizes());
+    }
+}

@@ -1,0 +1,907 @@
+//! The scheduler: cluster changes in, one scheduling cycle at a time, bind
+//! requests out.
+//!
+//! A cycle takes the next pod from the queue and runs its profile's
+//! extension points: PreFilter and PreScore once, then Filter and Score
+//! fused over batches of nodes in parallel (rayon), then selection, Reserve
+//! (after the pod is assumed in the cache, so the next cycle sees it),
+//! Permit, PreBind, and Bind, which hands a request to the [`Binder`]. Bind
+//! outcomes come back on a channel and are applied at the start of the next
+//! cycle: a failed bind forgets the pod and retries it.
+//!
+//! Everything here is deterministic: the same inputs and times give the
+//! same decisions, whatever the thread count (results are written per node
+//! and combined in node order; ties between equally scored nodes are broken
+//! by a hash of pod and node, not at random).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kolo_api::crd::NodeMetric;
+use kolo_core::clock::Timestamp;
+use kolo_core::node::NodeViewError;
+use kolo_core::pod::PodViewError;
+use rayon::prelude::*;
+
+use crate::binder::{BindCompletion, BindRequest, BindResult, Binder};
+use crate::cache::{Cache, CacheChange};
+use crate::config::{ConfigError, SchedulerConfig};
+use crate::explain::failure_message;
+use crate::framework::{
+    BindOutcome, ClusterEvent, CycleContext, CycleState, EventKinds, Filter, NodeId, NodeInfo,
+    PermitOutcome, PodInfo, PostFilterOutcome, PreFilterOutcome, PreScoreOutcome, Rejected,
+    Rejection, Score, ScoreSink,
+};
+use crate::profile::{DefaultPlugin, Profile};
+use crate::queue::SchedulingQueue;
+use crate::registry::Registry;
+
+/// Below this many nodes every node is evaluated (kube-scheduler's
+/// `minFeasibleNodesToFind`).
+pub const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
+/// The adaptive percentage never goes below this.
+pub const MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: usize = 5;
+
+/// How many feasible nodes to look for before scoring, as kube-scheduler's
+/// `numFeasibleNodesToFind`: all of them below 100 nodes or at 100%;
+/// otherwise the percentage (adaptive when 0: 50% − 1% per 125 nodes, at
+/// least 5%) of the nodes, at least 100.
+pub fn num_feasible_nodes_to_find(nodes: usize, percentage: i32) -> usize {
+    if nodes < MIN_FEASIBLE_NODES_TO_FIND || percentage >= 100 {
+        return nodes;
+    }
+    let percentage = if percentage <= 0 {
+        (50usize.saturating_sub(nodes / 125)).max(MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+    } else {
+        percentage as usize
+    };
+    (nodes * percentage / 100).max(MIN_FEASIBLE_NODES_TO_FIND)
+}
+
+/// How much a cycle records for explaining its decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ExplainLevel {
+    /// Only the outcome (fastest).
+    #[default]
+    None,
+    /// The outcome and the best `n` feasible nodes with per-plugin scores.
+    Top(usize),
+    /// Every evaluated node: its verdict, reasons and scores.
+    All,
+}
+
+/// One node as a cycle saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeReport {
+    /// The node.
+    pub node: String,
+    /// Whether it passed every filter.
+    pub feasible: bool,
+    /// Why not (empty when feasible).
+    pub reasons: Vec<String>,
+    /// The plugin that rejected it.
+    pub rejected_by: Option<&'static str>,
+    /// Per-plugin scores (normalized, before weights), feasible nodes only.
+    pub scores: BTreeMap<&'static str, i64>,
+    /// Weighted sum of the scores, feasible nodes only.
+    pub total: Option<i64>,
+}
+
+/// How a cycle ended for its pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Assumed on `node` and handed to the binder.
+    Scheduled {
+        /// The chosen node.
+        node: String,
+        /// Its weighted total score.
+        total: i64,
+        /// Its per-plugin scores (normalized, before weights).
+        scores: BTreeMap<&'static str, i64>,
+    },
+    /// Reserved on `node`, waiting for a Permit plugin to allow it.
+    Waiting {
+        /// The reserved node.
+        node: String,
+    },
+    /// No node can take the pod now; it waits for a cluster change.
+    Unschedulable {
+        /// kube-scheduler style summary (`0/5000 nodes are available: ...`).
+        message: String,
+        /// A node a PostFilter plugin nominated, if any.
+        nominated: Option<String>,
+    },
+    /// An error (a plugin error, a failed Reserve); retried after backoff.
+    Failed {
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// The record of one scheduling cycle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CycleReport {
+    /// `namespace/name`.
+    pub pod: String,
+    /// What happened.
+    pub outcome: Outcome,
+    /// How many nodes were evaluated (filtered) in this cycle.
+    pub evaluated_nodes: usize,
+    /// How many of them were feasible (and scored).
+    pub feasible_nodes: usize,
+    /// Per-node details, as asked for with [`Scheduler::set_explain`].
+    pub nodes: Vec<NodeReport>,
+}
+
+/// Why a cluster object was refused; the last good state is kept.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    /// A malformed node.
+    #[error(transparent)]
+    Node(#[from] NodeViewError),
+    /// A malformed pod.
+    #[error(transparent)]
+    Pod(#[from] PodViewError),
+}
+
+/// A pod held by a Permit plugin.
+struct WaitingPod {
+    profile: usize,
+    node: NodeId,
+    info: Arc<PodInfo>,
+    deadline: Timestamp,
+}
+
+/// A pod whose bind is in flight.
+struct InFlightBind {
+    profile: usize,
+    node: NodeId,
+    info: Arc<PodInfo>,
+}
+
+/// Buffers reused from cycle to cycle (allocating them per pod costs more
+/// than the scoring itself at 5,000 nodes).
+#[derive(Default)]
+struct Scratch {
+    verdicts: Vec<Option<Rejected>>,
+    scores: Vec<i64>,
+    totals: Vec<i64>,
+    feasible: Vec<usize>,
+}
+
+/// The scheduler's counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Cycles run.
+    pub cycles: u64,
+    /// Pods handed to the binder.
+    pub scheduled: u64,
+    /// Cycles that found no node.
+    pub unschedulable: u64,
+    /// Cycles that failed with an error.
+    pub failed: u64,
+    /// Binds that succeeded.
+    pub bound: u64,
+    /// Binds that failed (the pod was forgotten and retried).
+    pub bind_failures: u64,
+}
+
+/// The scheduler.
+pub struct Scheduler {
+    profiles: Vec<Profile>,
+    cache: Cache,
+    queue: SchedulingQueue,
+    binder: Arc<dyn Binder>,
+    bind_tx: Sender<BindResult>,
+    bind_rx: Receiver<BindResult>,
+    percentage: i32,
+    next_start: usize,
+    scratch: Scratch,
+    state: CycleState,
+    explain: ExplainLevel,
+    in_flight: HashMap<Box<str>, InFlightBind>,
+    waiting: HashMap<Box<str>, WaitingPod>,
+    stats: Stats,
+}
+
+impl Scheduler {
+    /// Builds a scheduler from a configuration, the plugins it may enable and
+    /// the plugins each profile enables by default.
+    pub fn new(
+        config: &SchedulerConfig,
+        registry: &Registry,
+        defaults: &[DefaultPlugin],
+        binder: Arc<dyn Binder>,
+    ) -> Result<Scheduler, ConfigError> {
+        config.validate()?;
+        let profiles = config
+            .profiles()
+            .iter()
+            .map(|p| Profile::build(registry, p, defaults))
+            .collect::<Result<Vec<_>, _>>()?;
+        let (bind_tx, bind_rx) = channel();
+        let seconds = |s: i64| Duration::from_secs(s.max(0) as u64);
+        Ok(Scheduler {
+            profiles,
+            cache: Cache::new(),
+            queue: SchedulingQueue::new(
+                seconds(config.initial_backoff_seconds()),
+                seconds(config.max_backoff_seconds()),
+            ),
+            binder,
+            bind_tx,
+            bind_rx,
+            percentage: config.percentage_of_nodes_to_score.unwrap_or(0),
+            next_start: 0,
+            scratch: Scratch::default(),
+            state: CycleState::new(),
+            explain: ExplainLevel::None,
+            in_flight: HashMap::new(),
+            waiting: HashMap::new(),
+            stats: Stats::default(),
+        })
+    }
+
+    /// Sets how much each cycle records about the nodes it saw.
+    pub fn set_explain(&mut self, level: ExplainLevel) {
+        self.explain = level;
+    }
+
+    /// The profiles, in configuration order.
+    pub fn profiles(&self) -> &[Profile] {
+        &self.profiles
+    }
+
+    /// The cache (nodes and the pods counted on them).
+    pub fn cache(&self) -> &Cache {
+        &self.cache
+    }
+
+    /// The queue of pending pods.
+    pub fn queue(&self) -> &SchedulingQueue {
+        &self.queue
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> Stats {
+        self.stats
+    }
+
+    /// The profile that schedules pods with this `schedulerName` (pods
+    /// without one use Kubernetes' `default-scheduler`).
+    pub fn profile_for(&self, pod: &PodInfo) -> Option<usize> {
+        let name = pod.view().scheduler_name().unwrap_or("default-scheduler");
+        self.profiles.iter().position(|p| p.scheduler_name() == name)
+    }
+
+    /// Adds or updates a node.
+    pub fn apply_node(&mut self, node: Node, now: Timestamp) -> Result<(), ApplyError> {
+        let changes = self.cache.apply_node(node)?;
+        self.dispatch(changes, now);
+        Ok(())
+    }
+
+    /// Removes a node.
+    pub fn remove_node(&mut self, name: &str, now: Timestamp) {
+        let changes = self.cache.remove_node(name);
+        self.dispatch(changes, now);
+    }
+
+    /// Adds or updates a NodeMetric.
+    pub fn apply_node_metric(&mut self, metric: NodeMetric, now: Timestamp) {
+        let changes = self.cache.apply_node_metric(metric);
+        self.dispatch(changes, now);
+    }
+
+    /// Removes a node's NodeMetric.
+    pub fn remove_node_metric(&mut self, name: &str, now: Timestamp) {
+        let changes = self.cache.remove_node_metric(name);
+        self.dispatch(changes, now);
+    }
+
+    /// Adds or updates a pod: an assigned pod is counted on its node; a
+    /// pending pod of one of this scheduler's profiles is queued; a finished
+    /// pod is forgotten.
+    pub fn apply_pod(&mut self, pod: Pod, now: Timestamp) -> Result<(), ApplyError> {
+        let info = PodInfo::new(pod)?;
+        self.apply_pod_info(Arc::new(info), now);
+        Ok(())
+    }
+
+    /// [`apply_pod`](Self::apply_pod) for a pod already read.
+    pub fn apply_pod_info(&mut self, info: Arc<PodInfo>, now: Timestamp) {
+        let view = info.view();
+        if view.is_terminated() {
+            self.remove_pod(info.key(), now);
+            return;
+        }
+        if let Some(node) = view.node_name() {
+            let node = node.to_string();
+            self.queue.remove(info.key());
+            let changes = self.cache.apply_assigned_pod(info, &node);
+            self.dispatch(changes, now);
+        } else if let Some(profile) = self.profile_for(&info) {
+            let key = self.profiles[profile].queue_sort().sort_key(&info);
+            self.queue.add(info, key);
+        }
+    }
+
+    /// Removes a pod (deleted).
+    pub fn remove_pod(&mut self, key: &str, now: Timestamp) {
+        self.queue.remove(key);
+        self.waiting.remove(key);
+        let changes = self.cache.remove_pod(key);
+        self.dispatch(changes, now);
+    }
+
+    /// Tells every plugin and the queue about cache changes.
+    fn dispatch(&mut self, changes: Vec<CacheChange>, now: Timestamp) {
+        for change in changes {
+            let Some(kind) = self.deliver(&change, now) else { continue };
+            self.queue.on_event(kind, now);
+        }
+    }
+
+    /// Delivers one change to the event handlers of every profile; returns
+    /// its kind (`None` if it refers to something already gone).
+    fn deliver(&mut self, change: &CacheChange, now: Timestamp) -> Option<EventKinds> {
+        let cache = &self.cache;
+        let event = match change {
+            CacheChange::NodeAdded(id) => ClusterEvent::NodeAdded(cache.node(*id)?),
+            CacheChange::NodeUpdated(id) => ClusterEvent::NodeUpdated(cache.node(*id)?),
+            CacheChange::NodeRemoved { id, name } => ClusterEvent::NodeRemoved { id: *id, name },
+            CacheChange::PodAdded { pod, node } => {
+                let cached = cache.pod(pod)?;
+                ClusterEvent::PodAdded {
+                    pod: &cached.info,
+                    node: cache.node(*node)?,
+                    assumed: cached.assumed,
+                    at: now,
+                }
+            }
+            CacheChange::PodRemoved { pod, node } => ClusterEvent::PodRemoved { pod, node: *node },
+            CacheChange::NodeMetricUpdated(id) => {
+                let node = cache.node(*id)?;
+                ClusterEvent::NodeMetricUpdated { node, metric: cache.node_metric(node.name())? }
+            }
+            CacheChange::NodeMetricRemoved(id) => {
+                ClusterEvent::NodeMetricRemoved { node: cache.node(*id)? }
+            }
+        };
+        for profile in &mut self.profiles {
+            for &i in &profile.event_handlers {
+                if let Some(handler) = profile.plugins[i].as_event_handler() {
+                    handler.on_event(&event);
+                }
+            }
+        }
+        Some(event.kind())
+    }
+
+    /// Runs one scheduling cycle for the next ready pod, if any. First
+    /// applies the outcomes of finished binds and expires Permit waits.
+    pub fn schedule_next(&mut self, now: Timestamp) -> Option<CycleReport> {
+        self.process_bind_results(now);
+        self.expire_waiting(now);
+        let queued = self.queue.pop(now)?;
+        Some(self.schedule_one(queued.info, now))
+    }
+
+    /// Runs cycles until no pod is ready at `now` (pods backing off or
+    /// unschedulable stay queued); returns their reports.
+    pub fn run_until_idle(&mut self, now: Timestamp) -> Vec<CycleReport> {
+        let mut reports = Vec::new();
+        while let Some(report) = self.schedule_next(now) {
+            reports.push(report);
+        }
+        self.process_bind_results(now);
+        reports
+    }
+
+    /// Applies bind outcomes reported so far.
+    pub fn process_bind_results(&mut self, now: Timestamp) {
+        while let Ok(result) = self.bind_rx.try_recv() {
+            let Some(bind) = self.in_flight.remove(result.request.pod.as_str()) else { continue };
+            match result.outcome {
+                Ok(()) => {
+                    self.stats.bound += 1;
+                    self.queue.remove(&result.request.pod);
+                }
+                Err(_) => {
+                    self.stats.bind_failures += 1;
+                    self.undo_reservation(bind.profile, &bind.info, bind.node, now);
+                    self.queue.requeue_backoff(&result.request.pod, now);
+                }
+            }
+        }
+    }
+
+    /// Lets a pod a Permit plugin holds go on to binding.
+    pub fn allow_waiting(&mut self, key: &str, now: Timestamp) -> bool {
+        let Some(waiting) = self.waiting.remove(key) else { return false };
+        let state = CycleState::new();
+        self.bind_pod(waiting.profile, &waiting.info, waiting.node, &state, now).is_ok()
+    }
+
+    /// Rejects the pods whose Permit wait has passed its deadline.
+    fn expire_waiting(&mut self, now: Timestamp) {
+        let expired: Vec<Box<str>> = self
+            .waiting
+            .iter()
+            .filter(|(_, w)| w.deadline <= now)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in expired {
+            if let Some(w) = self.waiting.remove(&key) {
+                self.undo_reservation(w.profile, &w.info, w.node, now);
+                self.queue.requeue_unschedulable(&key, now, EventKinds::ALL);
+            }
+        }
+    }
+
+    /// Unreserves a pod in every Reserve plugin (reverse order) and forgets
+    /// its assumption.
+    fn undo_reservation(&mut self, profile: usize, info: &PodInfo, node: NodeId, now: Timestamp) {
+        let ctx = CycleContext { now };
+        let profile_ref = &mut self.profiles[profile];
+        if let Some(node_info) = self.cache.node(node) {
+            for &i in profile_ref.reserve.iter().rev() {
+                if let Some(reserve) = profile_ref.plugins[i].as_reserve() {
+                    reserve.unreserve(&ctx, info, node_info);
+                }
+            }
+        }
+        let changes = self.cache.forget(info.key());
+        self.dispatch(changes, now);
+    }
+
+    fn schedule_one(&mut self, info: Arc<PodInfo>, now: Timestamp) -> CycleReport {
+        self.stats.cycles += 1;
+        let mut report = CycleReport {
+            pod: info.key().to_string(),
+            outcome: Outcome::Failed { message: String::new() },
+            evaluated_nodes: 0,
+            feasible_nodes: 0,
+            nodes: Vec::new(),
+        };
+        let Some(profile) = self.profile_for(&info) else {
+            self.queue.remove(info.key());
+            report.outcome = Outcome::Failed {
+                message: format!(
+                    "no profile for schedulerName {:?}",
+                    info.view().scheduler_name().unwrap_or("default-scheduler")
+                ),
+            };
+            return report;
+        };
+        let ctx = CycleContext { now };
+        match self.find_node(profile, &info, &ctx, &mut report) {
+            Ok(node) => {
+                let state = std::mem::take(&mut self.state);
+                let result =
+                    self.reserve_permit_bind(profile, &info, node, &state, &mut report, now);
+                self.state = state;
+                if let Err(rejection) = result {
+                    self.stats.failed += 1;
+                    report.outcome = Outcome::Failed { message: rejection.to_string() };
+                    self.queue.requeue_backoff(info.key(), now);
+                }
+            }
+            Err((message, wake_on, nominated)) => {
+                self.stats.unschedulable += 1;
+                report.outcome = Outcome::Unschedulable { message, nominated };
+                self.queue.requeue_unschedulable(info.key(), now, wake_on);
+            }
+        }
+        report
+    }
+
+    /// PreFilter, PreScore, the fused Filter + Score pass and selection.
+    /// Returns the chosen node, or the failure message, the events that may
+    /// help, and a nominated node.
+    #[allow(clippy::type_complexity)]
+    fn find_node(
+        &mut self,
+        profile_index: usize,
+        info: &PodInfo,
+        ctx: &CycleContext,
+        report: &mut CycleReport,
+    ) -> Result<NodeId, (String, EventKinds, Option<String>)> {
+        let Scheduler { profiles, cache, scratch, state, explain, percentage, next_start, .. } =
+            self;
+        let profile = &profiles[profile_index];
+        let nodes = cache.nodes();
+        let n = nodes.len();
+        state.clear();
+
+        let mut skip_filter = vec![false; profile.plugins.len()];
+        for &i in &profile.pre_filter {
+            let plugin = profile.plugins[i].as_pre_filter().expect("checked at build");
+            match plugin.pre_filter(ctx, state, info) {
+                PreFilterOutcome::Proceed => {}
+                PreFilterOutcome::Skip => skip_filter[i] = true,
+                PreFilterOutcome::Reject(rejection) => {
+                    let message = format!("0/{n} nodes are available: {}.", rejection.reason);
+                    let wake = profile.plugins[i].events_to_register();
+                    return Err((message, wake, None));
+                }
+            }
+        }
+        let mut skip_score = vec![false; profile.plugins.len()];
+        for &i in &profile.pre_score {
+            let plugin = profile.plugins[i].as_pre_score().expect("checked at build");
+            if plugin.pre_score(ctx, state, info) == PreScoreOutcome::Skip {
+                skip_score[i] = true;
+            }
+        }
+        if n == 0 {
+            return Err((failure_message(0, []), EventKinds::NODE_ADD, None));
+        }
+        let filters: Vec<(&dyn Filter, u16)> = profile
+            .filter
+            .iter()
+            .filter(|&&i| !skip_filter[i])
+            .map(|&i| (profile.plugins[i].as_filter().expect("checked at build"), i as u16))
+            .collect();
+        // (plugin, weight, plugin index); skipped plugins score nothing.
+        let scorers: Vec<(&dyn Score, i64, usize)> = profile
+            .score
+            .iter()
+            .filter(|(i, _)| !skip_score[*i])
+            .map(|&(i, w)| (profile.plugins[i].as_score().expect("checked at build"), w, i))
+            .collect();
+        let columns = scorers.len().max(1);
+        let sum_in_pass = !scorers.iter().any(|(s, _, _)| s.normalizes());
+
+        scratch.verdicts.clear();
+        scratch.verdicts.resize(n, None);
+        scratch.scores.clear();
+        scratch.scores.resize(n * columns, 0);
+        scratch.totals.clear();
+        scratch.totals.resize(n, 0);
+        scratch.feasible.clear();
+
+        let want = num_feasible_nodes_to_find(n, *percentage);
+        let start = if want >= n { 0 } else { *next_start % n };
+        // Evaluate nodes in rounds, in the rotated order start, start+1, ...
+        // until `want` feasible nodes are found; each round is one parallel
+        // pass over at most two contiguous ranges.
+        let round = if want >= n { n } else { want.max(512) };
+        let mut evaluated = 0;
+        while evaluated < n && scratch.feasible.len() < want {
+            let len = round.min(n - evaluated);
+            let from = (start + evaluated) % n;
+            let first = len.min(n - from);
+            let ranges = [(from, from + first), (0, len - first)];
+            for (a, b) in ranges {
+                if a < b {
+                    evaluate(
+                        ctx,
+                        state,
+                        info,
+                        &nodes[a..b],
+                        &mut scratch.verdicts[a..b],
+                        &mut scratch.scores[a * columns..b * columns],
+                        &mut scratch.totals[a..b],
+                        &filters,
+                        &scorers,
+                        columns,
+                        sum_in_pass,
+                    );
+                }
+            }
+            for k in evaluated..evaluated + len {
+                let pos = (start + k) % n;
+                if scratch.verdicts[pos].is_none() {
+                    scratch.feasible.push(pos);
+                    if scratch.feasible.len() == want {
+                        break;
+                    }
+                }
+            }
+            evaluated += len;
+        }
+        // The nodes that count as looked at: up to the want-th feasible one
+        // (a round may have evaluated more; their results are not used).
+        let processed = match scratch.feasible.last() {
+            Some(&last) if scratch.feasible.len() == want => (last + n - start) % n + 1,
+            _ => evaluated,
+        };
+        if want < n {
+            *next_start = (start + processed) % n;
+        }
+        report.evaluated_nodes = processed;
+        report.feasible_nodes = scratch.feasible.len();
+
+        if scratch.feasible.is_empty() {
+            let rejections =
+                (0..n).filter_map(|pos| scratch.verdicts[pos].as_ref().map(|r| &r.rejection));
+            let message = failure_message(n, rejections);
+            let mut wake_on = EventKinds::NONE;
+            for r in scratch.verdicts.iter().flatten() {
+                wake_on |= profile.plugins[r.plugin as usize].events_to_register();
+            }
+            let mut nominated = None;
+            if !profile.post_filter.is_empty() {
+                let rejected: Vec<(&NodeInfo, &Rejected)> = (0..n)
+                    .filter_map(|pos| scratch.verdicts[pos].as_ref().map(|r| (&nodes[pos], r)))
+                    .collect();
+                for &i in &profile.post_filter {
+                    let plugin = profile.plugins[i].as_post_filter().expect("checked at build");
+                    if let PostFilterOutcome::Nominate(node) =
+                        plugin.post_filter(ctx, state, info, &rejected)
+                    {
+                        nominated = Some(node);
+                        break;
+                    }
+                }
+            }
+            if *explain == ExplainLevel::All {
+                report.nodes = (0..processed)
+                    .map(|k| node_report(profile, nodes, scratch, &scorers, (start + k) % n))
+                    .collect();
+            }
+            return Err((message, wake_on, nominated));
+        }
+
+        if !sum_in_pass {
+            // Normalize over the feasible nodes, then weight and sum.
+            let mut column = Vec::with_capacity(scratch.feasible.len());
+            for (c, (scorer, _, _)) in scorers.iter().enumerate() {
+                if !scorer.normalizes() {
+                    continue;
+                }
+                column.clear();
+                column
+                    .extend(scratch.feasible.iter().map(|&pos| scratch.scores[pos * columns + c]));
+                scorer.normalize(ctx, state, info, &mut column);
+                for (&pos, &v) in scratch.feasible.iter().zip(&column) {
+                    scratch.scores[pos * columns + c] = v;
+                }
+            }
+            for &pos in &scratch.feasible {
+                scratch.totals[pos] = weighted_total(&scratch.scores[pos * columns..], &scorers);
+            }
+        }
+
+        let tie = |pos: usize| mix(info.tie_hash() ^ nodes[pos].name_hash());
+        let best = scratch
+            .feasible
+            .iter()
+            .copied()
+            .max_by(|&a, &b| {
+                scratch.totals[a].cmp(&scratch.totals[b]).then_with(|| tie(a).cmp(&tie(b)))
+            })
+            .expect("at least one feasible node");
+        match *explain {
+            ExplainLevel::None => {}
+            ExplainLevel::All => {
+                report.nodes = (0..processed)
+                    .map(|k| node_report(profile, nodes, scratch, &scorers, (start + k) % n))
+                    .collect();
+            }
+            ExplainLevel::Top(k) => {
+                let mut top = scratch.feasible.clone();
+                top.sort_by(|&a, &b| {
+                    scratch.totals[b].cmp(&scratch.totals[a]).then_with(|| tie(b).cmp(&tie(a)))
+                });
+                top.truncate(k);
+                report.nodes = top
+                    .into_iter()
+                    .map(|pos| node_report(profile, nodes, scratch, &scorers, pos))
+                    .collect();
+            }
+        }
+        let scores = plugin_scores(profile, &scorers, &scratch.scores[best * columns..]);
+        report.outcome = Outcome::Scheduled {
+            node: nodes[best].name().to_string(),
+            total: scratch.totals[best],
+            scores,
+        };
+        Ok(nodes[best].id())
+    }
+
+    /// Assume, Reserve, Permit, then PreBind and Bind.
+    fn reserve_permit_bind(
+        &mut self,
+        profile: usize,
+        info: &Arc<PodInfo>,
+        node: NodeId,
+        state: &CycleState,
+        report: &mut CycleReport,
+        now: Timestamp,
+    ) -> Result<(), Rejection> {
+        let ctx = CycleContext { now };
+        let changes = self.cache.assume(info.clone(), node);
+        self.dispatch(changes, now);
+        let reserve = self.profiles[profile].reserve.clone();
+        for (k, &i) in reserve.iter().enumerate() {
+            let Some(node_info) = self.cache.node(node) else { break };
+            let result = match self.profiles[profile].plugins[i].as_reserve() {
+                Some(plugin) => plugin.reserve(&ctx, state, info, node_info),
+                None => Ok(()),
+            };
+            if let Err(rejection) = result {
+                // Undo the plugins that reserved, then the assumption.
+                let profile_ref = &mut self.profiles[profile];
+                for &j in reserve[..=k].iter().rev() {
+                    if let Some(plugin) = profile_ref.plugins[j].as_reserve() {
+                        plugin.unreserve(&ctx, info, node_info);
+                    }
+                }
+                let changes = self.cache.forget(info.key());
+                self.dispatch(changes, now);
+                return Err(rejection);
+            }
+        }
+        let node_info = self.cache.node(node).expect("assumed on a live node");
+        for &i in &self.profiles[profile].permit {
+            let plugin = self.profiles[profile].plugins[i].as_permit().expect("checked at build");
+            match plugin.permit(&ctx, state, info, node_info) {
+                PermitOutcome::Allow => {}
+                PermitOutcome::Wait(timeout) => {
+                    let deadline = now.checked_add(timeout).unwrap_or(now);
+                    report.outcome = Outcome::Waiting { node: node_info.name().to_string() };
+                    self.waiting.insert(
+                        info.key().into(),
+                        WaitingPod { profile, node, info: info.clone(), deadline },
+                    );
+                    return Ok(());
+                }
+                PermitOutcome::Reject(rejection) => {
+                    self.undo_reservation(profile, info, node, now);
+                    return Err(rejection);
+                }
+            }
+        }
+        self.bind_pod(profile, info, node, state, now)
+    }
+
+    /// PreBind and Bind: builds the bind request and hands it to the binder.
+    fn bind_pod(
+        &mut self,
+        profile: usize,
+        info: &Arc<PodInfo>,
+        node: NodeId,
+        state: &CycleState,
+        now: Timestamp,
+    ) -> Result<(), Rejection> {
+        let ctx = CycleContext { now };
+        let Some(node_info) = self.cache.node(node) else {
+            return Err(Rejection::error(format!("node of pod {} disappeared", info.key())));
+        };
+        let mut request = BindRequest {
+            pod: info.key().to_string(),
+            uid: info.view().uid().to_string(),
+            node: node_info.name().to_string(),
+            annotations: BTreeMap::new(),
+        };
+        let profile_ref = &self.profiles[profile];
+        let mut failed = None;
+        for &i in &profile_ref.pre_bind {
+            let plugin = profile_ref.plugins[i].as_pre_bind().expect("checked at build");
+            if let Err(rejection) = plugin.pre_bind(&ctx, state, info, node_info, &mut request) {
+                failed = Some(rejection);
+                break;
+            }
+        }
+        if failed.is_none() {
+            let handled = profile_ref.bind.iter().any(|&i| {
+                let plugin = profile_ref.plugins[i].as_bind().expect("checked at build");
+                plugin.bind(&ctx, state, info, node_info, &mut request) == BindOutcome::Handled
+            });
+            if !handled {
+                failed = Some(Rejection::error("no Bind plugin took the pod"));
+            }
+        }
+        if let Some(rejection) = failed {
+            self.undo_reservation(profile, info, node, now);
+            return Err(rejection);
+        }
+        self.stats.scheduled += 1;
+        self.in_flight
+            .insert(info.key().into(), InFlightBind { profile, node, info: info.clone() });
+        self.binder.bind(BindCompletion::new(request, self.bind_tx.clone()));
+        Ok(())
+    }
+}
+
+/// Filters and scores a batch of nodes in parallel chunks.
+#[allow(clippy::too_many_arguments)]
+fn evaluate(
+    ctx: &CycleContext,
+    state: &CycleState,
+    pod: &PodInfo,
+    nodes: &[NodeInfo],
+    verdicts: &mut [Option<Rejected>],
+    scores: &mut [i64],
+    totals: &mut [i64],
+    filters: &[(&dyn Filter, u16)],
+    scorers: &[(&dyn Score, i64, usize)],
+    columns: usize,
+    sum_in_pass: bool,
+) {
+    let threads = rayon::current_num_threads().max(1);
+    let chunk = nodes.len().div_ceil(threads * 4).max(64);
+    let work = |(((verdicts, scores), totals), nodes): (
+        ((&mut [Option<Rejected>], &mut [i64]), &mut [i64]),
+        &[NodeInfo],
+    )| {
+        for (filter, index) in filters {
+            filter.filter_nodes(ctx, state, pod, nodes, *index, verdicts);
+        }
+        for (c, (scorer, _, _)) in scorers.iter().enumerate() {
+            let mut sink = ScoreSink::new(&mut scores[c..], columns);
+            scorer.score_nodes(ctx, state, pod, nodes, verdicts, &mut sink);
+        }
+        if sum_in_pass {
+            for (i, verdict) in verdicts.iter().enumerate() {
+                if verdict.is_none() {
+                    totals[i] = weighted_total(&scores[i * columns..], scorers);
+                }
+            }
+        }
+    };
+    if nodes.len() <= chunk {
+        work((((verdicts, scores), totals), nodes));
+    } else {
+        verdicts
+            .par_chunks_mut(chunk)
+            .zip(scores.par_chunks_mut(chunk * columns))
+            .zip(totals.par_chunks_mut(chunk))
+            .zip(nodes.par_chunks(chunk))
+            .for_each(work);
+    }
+}
+
+/// Σ weight × score over a node's columns (clamped to 0..=100 first, as
+/// kube-scheduler refuses scores outside it).
+fn weighted_total(row: &[i64], scorers: &[(&dyn Score, i64, usize)]) -> i64 {
+    scorers.iter().enumerate().map(|(c, (_, w, _))| row[c].clamp(0, 100) * w).sum()
+}
+
+/// A node's per-plugin scores, by plugin name.
+fn plugin_scores(
+    profile: &Profile,
+    scorers: &[(&dyn Score, i64, usize)],
+    row: &[i64],
+) -> BTreeMap<&'static str, i64> {
+    scorers.iter().enumerate().map(|(c, (_, _, i))| (profile.plugin_name(*i), row[c])).collect()
+}
+
+/// What the cycle knows about the node at `pos`.
+fn node_report(
+    profile: &Profile,
+    nodes: &[NodeInfo],
+    scratch: &Scratch,
+    scorers: &[(&dyn Score, i64, usize)],
+    pos: usize,
+) -> NodeReport {
+    let columns = scorers.len().max(1);
+    let verdict = scratch.verdicts[pos].as_ref();
+    let feasible = verdict.is_none();
+    NodeReport {
+        node: nodes[pos].name().to_string(),
+        feasible,
+        reasons: verdict.map(|r| r.rejection.to_string()).into_iter().collect(),
+        rejected_by: verdict.map(|r| profile.plugin_name(r.plugin as usize)),
+        scores: if feasible {
+            plugin_scores(profile, scorers, &scratch.scores[pos * columns..])
+        } else {
+            BTreeMap::new()
+        },
+        total: feasible.then(|| scratch.totals[pos]),
+    }
+}
+
+/// SplitMix64's finalizer: spreads a hash over all bits.
+fn mix(mut x: u64) -> u64 {
+    x ^= x >> 30;
+    x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x ^= x >> 27;
+    x = x.wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
