@@ -44,7 +44,7 @@ use kolo_api::quantity::{Format, Quantity, QuantityError, parse_milli, parse_val
 pub const EXTENDED_CAPACITY: usize = 16;
 
 /// Number of resources with a fixed slot (cpu ... mid-memory).
-const WELL_KNOWN: usize = 8;
+pub const WELL_KNOWN: usize = 8;
 
 /// Total number of slots of a vector.
 const SLOTS: usize = WELL_KNOWN + EXTENDED_CAPACITY;
@@ -315,6 +315,14 @@ impl ResourceName {
     /// `milli_value()` (only `cpu`); everything else uses `value()`.
     pub fn is_milli(self) -> bool {
         self == ResourceName::Cpu
+    }
+
+    /// The index of a well-known resource in [`WELL_KNOWN_NAMES`] (`None`
+    /// for extended resources), for code that keeps the well-known amounts
+    /// in a small array of its own.
+    pub fn well_known_index(self) -> Option<usize> {
+        let slot = self.slot();
+        (slot < WELL_KNOWN).then_some(slot)
     }
 
     /// The vector slot of this resource.

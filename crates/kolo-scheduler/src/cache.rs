@@ -269,9 +269,10 @@ impl Cache {
 mod tests {
     use super::*;
     use crate::testing::{node, pod_info};
+    use kolo_core::resources::ResourceName;
 
     fn requested_cpu(cache: &Cache, name: &str) -> i64 {
-        cache.node(cache.node_id(name).unwrap()).unwrap().requested().cpu()
+        cache.node(cache.node_id(name).unwrap()).unwrap().requested(ResourceName::Cpu)
     }
 
     #[test]

@@ -32,8 +32,8 @@ use crate::config::{ConfigError, SchedulerConfig};
 use crate::explain::failure_message;
 use crate::framework::{
     BindOutcome, ClusterEvent, CycleContext, CycleState, EventKinds, Filter, NodeId, NodeInfo,
-    PermitOutcome, PodInfo, PostFilterOutcome, PreFilterOutcome, PreScoreOutcome, Rejected,
-    Rejection, Score, ScoreSink,
+    NodeVerdict, PermitOutcome, PodInfo, PostFilterOutcome, PreFilterOutcome, PreScoreOutcome,
+    Rejected, Rejection, Score, ScoreSink,
 };
 use crate::profile::{DefaultPlugin, Profile};
 use crate::queue::SchedulingQueue;
@@ -166,7 +166,7 @@ struct InFlightBind {
 /// than the scoring itself at 5,000 nodes).
 #[derive(Default)]
 struct Scratch {
-    verdicts: Vec<Option<Rejected>>,
+    verdicts: Vec<NodeVerdict>,
     scores: Vec<i64>,
     totals: Vec<i64>,
     feasible: Vec<usize>,
@@ -556,15 +556,47 @@ impl Scheduler {
         let columns = scorers.len().max(1);
         let sum_in_pass = !scorers.iter().any(|(s, _, _)| s.normalizes());
 
-        scratch.verdicts.clear();
+        // Buffers keep their contents between cycles: every slot a cycle
+        // reads is written by that cycle's pass first.
         scratch.verdicts.resize(n, None);
-        scratch.scores.clear();
         scratch.scores.resize(n * columns, 0);
-        scratch.totals.clear();
         scratch.totals.resize(n, 0);
         scratch.feasible.clear();
 
         let want = num_feasible_nodes_to_find(n, *percentage);
+        let tie_seed = info.tie_hash();
+        if want >= n && sum_in_pass && *explain == ExplainLevel::None {
+            // Every node, no normalization, nothing to report per node: each
+            // chunk also finds its own best node, so nothing here is
+            // sequential in the number of nodes.
+            let (feasible, best) = evaluate(
+                ctx,
+                state,
+                info,
+                nodes,
+                &mut scratch.verdicts,
+                &mut scratch.scores,
+                &mut scratch.totals,
+                &filters,
+                &scorers,
+                columns,
+                true,
+                tie_seed,
+            );
+            if let Some((_, _, best)) = best {
+                report.evaluated_nodes = n;
+                report.feasible_nodes = feasible;
+                let scores = plugin_scores(profile, &scorers, &scratch.scores[best * columns..]);
+                report.outcome = Outcome::Scheduled {
+                    node: nodes[best].name().to_string(),
+                    total: scratch.totals[best],
+                    scores,
+                };
+                return Ok(nodes[best].id());
+            }
+            // No feasible node: the general path below explains why.
+        }
+
         let start = if want >= n { 0 } else { *next_start % n };
         // Evaluate nodes in rounds, in the rotated order start, start+1, ...
         // until `want` feasible nodes are found; each round is one parallel
@@ -590,6 +622,7 @@ impl Scheduler {
                         &scorers,
                         columns,
                         sum_in_pass,
+                        tie_seed,
                     );
                 }
             }
@@ -627,7 +660,7 @@ impl Scheduler {
             let mut nominated = None;
             if !profile.post_filter.is_empty() {
                 let rejected: Vec<(&NodeInfo, &Rejected)> = (0..n)
-                    .filter_map(|pos| scratch.verdicts[pos].as_ref().map(|r| (&nodes[pos], r)))
+                    .filter_map(|pos| scratch.verdicts[pos].as_deref().map(|r| (&nodes[pos], r)))
                     .collect();
                 for &i in &profile.post_filter {
                     let plugin = profile.plugins[i].as_post_filter().expect("checked at build");
@@ -667,14 +700,12 @@ impl Scheduler {
             }
         }
 
-        let tie = |pos: usize| mix(info.tie_hash() ^ nodes[pos].name_hash());
+        let tie = |pos: usize| mix(tie_seed ^ nodes[pos].name_hash());
         let best = scratch
             .feasible
             .iter()
             .copied()
-            .max_by(|&a, &b| {
-                scratch.totals[a].cmp(&scratch.totals[b]).then_with(|| tie(a).cmp(&tie(b)))
-            })
+            .max_by_key(|&pos| (scratch.totals[pos], tie(pos), pos))
             .expect("at least one feasible node");
         match *explain {
             ExplainLevel::None => {}
@@ -809,51 +840,72 @@ impl Scheduler {
     }
 }
 
-/// Filters and scores a batch of nodes in parallel chunks.
+/// The best node of a chunk: (total, tie-break hash, position). Larger
+/// wins; the position settles even equal hashes, so the choice never
+/// depends on how nodes were split into chunks.
+type Best = Option<(i64, u64, usize)>;
+
+/// Filters and scores a batch of nodes in parallel chunks. Returns the
+/// number of feasible nodes and, when `sum_in_pass`, the best one
+/// (positions relative to `nodes`).
 #[allow(clippy::too_many_arguments)]
 fn evaluate(
     ctx: &CycleContext,
     state: &CycleState,
     pod: &PodInfo,
     nodes: &[NodeInfo],
-    verdicts: &mut [Option<Rejected>],
+    verdicts: &mut [NodeVerdict],
     scores: &mut [i64],
     totals: &mut [i64],
     filters: &[(&dyn Filter, u16)],
     scorers: &[(&dyn Score, i64, usize)],
     columns: usize,
     sum_in_pass: bool,
-) {
+    tie_seed: u64,
+) -> (usize, Best) {
     let threads = rayon::current_num_threads().max(1);
-    let chunk = nodes.len().div_ceil(threads * 4).max(64);
-    let work = |(((verdicts, scores), totals), nodes): (
-        ((&mut [Option<Rejected>], &mut [i64]), &mut [i64]),
-        &[NodeInfo],
+    let chunk = nodes.len().div_ceil(threads * 2).max(64);
+    let work = |(index, (((verdicts, scores), totals), nodes)): (
+        usize,
+        (((&mut [NodeVerdict], &mut [i64]), &mut [i64]), &[NodeInfo]),
     )| {
-        for (filter, index) in filters {
-            filter.filter_nodes(ctx, state, pod, nodes, *index, verdicts);
+        verdicts.iter_mut().for_each(|v| *v = None);
+        for (filter, plugin) in filters {
+            filter.filter_nodes(ctx, state, pod, nodes, *plugin, verdicts);
         }
         for (c, (scorer, _, _)) in scorers.iter().enumerate() {
             let mut sink = ScoreSink::new(&mut scores[c..], columns);
             scorer.score_nodes(ctx, state, pod, nodes, verdicts, &mut sink);
         }
-        if sum_in_pass {
-            for (i, verdict) in verdicts.iter().enumerate() {
-                if verdict.is_none() {
-                    totals[i] = weighted_total(&scores[i * columns..], scorers);
+        let mut feasible = 0;
+        let mut best: Best = None;
+        for (i, verdict) in verdicts.iter().enumerate() {
+            if verdict.is_none() {
+                feasible += 1;
+                if sum_in_pass {
+                    let total = weighted_total(&scores[i * columns..], scorers);
+                    totals[i] = total;
+                    let candidate =
+                        (total, mix(tie_seed ^ nodes[i].name_hash()), index * chunk + i);
+                    if best.is_none_or(|b| candidate > b) {
+                        best = Some(candidate);
+                    }
                 }
             }
         }
+        (feasible, best)
     };
     if nodes.len() <= chunk {
-        work((((verdicts, scores), totals), nodes));
+        work((0, (((verdicts, scores), totals), nodes)))
     } else {
         verdicts
             .par_chunks_mut(chunk)
             .zip(scores.par_chunks_mut(chunk * columns))
             .zip(totals.par_chunks_mut(chunk))
             .zip(nodes.par_chunks(chunk))
-            .for_each(work);
+            .enumerate()
+            .map(work)
+            .reduce(|| (0, None), |a, b| (a.0 + b.0, a.1.max(b.1)))
     }
 }
 

@@ -133,6 +133,10 @@ pub struct Rejected {
     pub rejection: Rejection,
 }
 
+/// A node's verdict slot in a cycle: `None` while it is feasible; boxed so
+/// that the slots of thousands of feasible nodes stay small.
+pub type NodeVerdict = Option<Box<Rejected>>;
+
 /// Decides whether a pod may run on a node.
 pub trait Filter: Sync {
     /// The verdict for one node.
@@ -154,13 +158,13 @@ pub trait Filter: Sync {
         pod: &PodInfo,
         nodes: &[NodeInfo],
         plugin: u16,
-        out: &mut [Option<Rejected>],
+        out: &mut [NodeVerdict],
     ) {
         for (node, slot) in nodes.iter().zip(out) {
             if slot.is_none()
                 && let Err(rejection) = self.filter(ctx, state, pod, node)
             {
-                *slot = Some(Rejected { plugin, rejection });
+                *slot = Some(Box::new(Rejected { plugin, rejection }));
             }
         }
     }
@@ -242,7 +246,7 @@ pub trait Score: Sync {
         state: &CycleState,
         pod: &PodInfo,
         nodes: &[NodeInfo],
-        verdicts: &[Option<Rejected>],
+        verdicts: &[NodeVerdict],
         out: &mut ScoreSink<'_>,
     ) {
         for (i, (node, verdict)) in nodes.iter().zip(verdicts).enumerate() {

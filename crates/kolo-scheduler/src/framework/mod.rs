@@ -14,7 +14,7 @@ pub use cycle_state::CycleState;
 pub use events::{ClusterEvent, EventKinds};
 pub use interface::{
     Bind, BindOutcome, ClusterEventHandler, CycleContext, Filter, MAX_NODE_SCORE, MIN_NODE_SCORE,
-    Permit, PermitOutcome, Plugin, PostFilter, PostFilterOutcome, PreBind, PreFilter,
+    NodeVerdict, Permit, PermitOutcome, Plugin, PostFilter, PostFilterOutcome, PreBind, PreFilter,
     PreFilterOutcome, PreScore, PreScoreOutcome, QueueKey, QueueSort, Rejected, Reserve, Score,
     ScoreSink, default_normalize,
 };

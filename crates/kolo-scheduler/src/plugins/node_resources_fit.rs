@@ -17,8 +17,8 @@ use kolo_core::resources::ResourceName;
 use serde::Deserialize;
 
 use crate::framework::{
-    CycleContext, CycleState, EventKinds, Filter, NodeInfo, Plugin, PodInfo, PreFilter,
-    PreFilterOutcome, Rejected, Rejection, Score, Verdict,
+    CycleContext, CycleState, EventKinds, Filter, NodeInfo, NodeVerdict, Plugin, PodInfo,
+    PreFilter, PreFilterOutcome, Rejected, Rejection, Score, Verdict,
 };
 use crate::registry::{PluginArgsError, decode_args};
 
@@ -193,50 +193,41 @@ impl NodeResourcesFit {
     }
 
     fn fits(state: &FitState, node: &NodeInfo) -> Verdict {
-        let allocatable = node.view().allocatable();
-        let requested = node.requested();
         // A node that reports no pod capacity (hand-written snapshots) is
         // not limited; kube-scheduler would treat it as 0 pods.
-        if let Some(max_pods) = allocatable.get(ResourceName::Pods)
-            && i64::from(node.pod_count()) + 1 > max_pods
+        if node.has_allocatable(ResourceName::Pods)
+            && i64::from(node.pod_count()) + 1 > node.allocatable(ResourceName::Pods)
         {
             return Err(Rejection::unschedulable("Too many pods"));
         }
-        let short = |name: ResourceName| (name, allocatable.value(name) - requested.value(name));
-        let mut missing = state.requests.iter().filter(|&&(name, amount)| amount > short(name).1);
-        let Some(&(first, _)) = missing.next() else {
-            return Ok(());
-        };
-        Err(Self::insufficient(state, node, first))
+        let free = |name: ResourceName| node.allocatable(name) - node.requested(name);
+        match state.requests.iter().find(|&&(name, amount)| amount > free(name)) {
+            None => Ok(()),
+            Some(&(first, _)) => Err(Self::insufficient(state, node, first)),
+        }
     }
 
     /// The rejection for a node short of `first` (and maybe more): built
     /// only on the failure path.
     fn insufficient(state: &FitState, node: &NodeInfo, first: ResourceName) -> Rejection {
-        let allocatable = node.view().allocatable();
-        let requested = node.requested();
+        let free = |name: ResourceName| node.allocatable(name) - node.requested(name);
         let detail: Vec<String> = state
             .requests
             .iter()
-            .filter(|&&(name, amount)| amount > allocatable.value(name) - requested.value(name))
+            .filter(|&&(name, amount)| amount > free(name))
             .map(|&(name, amount)| {
-                format!(
-                    "{}: requested {amount}, free {}",
-                    name.short_name(),
-                    allocatable.value(name) - requested.value(name)
-                )
+                format!("{}: requested {amount}, free {}", name.short_name(), free(name))
             })
             .collect();
         Rejection::unschedulable(insufficient_reason(first)).with_detail(detail.join(", "))
     }
 
     fn score_node(&self, state: &FitState, node: &NodeInfo) -> i64 {
-        let allocatable = node.view().allocatable();
         let (non_zero_cpu, non_zero_memory) = node.non_zero_requested();
         let mut total = 0;
         let mut weights = 0;
         for &(name, weight, pod_amount, non_zero) in &state.score {
-            let capacity = allocatable.value(name);
+            let capacity = node.allocatable(name);
             if capacity <= 0 {
                 // Newer kube-scheduler skips resources a node lacks, so a
                 // node without batch resources is not dragged down by them.
@@ -245,7 +236,7 @@ impl NodeResourcesFit {
             let on_node = match (non_zero, name) {
                 (true, ResourceName::Cpu) => non_zero_cpu,
                 (true, ResourceName::Memory) => non_zero_memory,
-                _ => node.requested().value(name),
+                _ => node.requested(name),
             };
             let requested = on_node.saturating_add(pod_amount);
             let score = match self.strategy {
@@ -317,7 +308,7 @@ impl Filter for NodeResourcesFit {
         pod: &PodInfo,
         nodes: &[NodeInfo],
         plugin: u16,
-        out: &mut [Option<Rejected>],
+        out: &mut [NodeVerdict],
     ) {
         let owned;
         let fit = match state.read::<FitState>() {
@@ -331,7 +322,7 @@ impl Filter for NodeResourcesFit {
             if slot.is_none()
                 && let Err(rejection) = Self::fits(fit, node)
             {
-                *slot = Some(Rejected { plugin, rejection });
+                *slot = Some(Box::new(Rejected { plugin, rejection }));
             }
         }
     }
@@ -351,7 +342,7 @@ impl Score for NodeResourcesFit {
         state: &CycleState,
         pod: &PodInfo,
         nodes: &[NodeInfo],
-        verdicts: &[Option<Rejected>],
+        verdicts: &[NodeVerdict],
         out: &mut crate::framework::ScoreSink<'_>,
     ) {
         let owned;

@@ -41,7 +41,7 @@ impl Plugin for NodeUnschedulable {
 
 impl Filter for NodeUnschedulable {
     fn filter(&self, _: &CycleContext, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Verdict {
-        if !node.view().is_unschedulable() {
+        if !node.is_unschedulable() {
             return Ok(());
         }
         let taint = Taint {

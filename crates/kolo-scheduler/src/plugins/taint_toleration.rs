@@ -9,8 +9,8 @@ use kolo_core::node::TaintEffect;
 use super::tolerations::{Toleration, tolerated, tolerations};
 use crate::framework::{
     ClusterEvent, ClusterEventHandler, CycleContext, CycleState, EventKinds, Filter, NodeId,
-    NodeInfo, Plugin, PodInfo, PreFilter, PreFilterOutcome, PreScore, PreScoreOutcome, Rejected,
-    Rejection, Score, Verdict, default_normalize,
+    NodeInfo, NodeVerdict, Plugin, PodInfo, PreFilter, PreFilterOutcome, PreScore, PreScoreOutcome,
+    Rejected, Rejection, Score, Verdict, default_normalize,
 };
 use crate::registry::PluginArgsError;
 
@@ -113,7 +113,7 @@ impl Filter for TaintToleration {
         pod: &PodInfo,
         nodes: &[NodeInfo],
         plugin: u16,
-        out: &mut [Option<Rejected>],
+        out: &mut [NodeVerdict],
     ) {
         let owned;
         let tolerations = match state.read::<PodTolerations>() {
@@ -125,10 +125,10 @@ impl Filter for TaintToleration {
         };
         for (node, slot) in nodes.iter().zip(out) {
             if slot.is_none()
-                && !node.view().taints().is_empty()
+                && node.has_taints()
                 && let Err(rejection) = Self::check(tolerations, node)
             {
-                *slot = Some(Rejected { plugin, rejection });
+                *slot = Some(Box::new(Rejected { plugin, rejection }));
             }
         }
     }

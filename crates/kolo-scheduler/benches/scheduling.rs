@@ -1,0 +1,231 @@
+//! Scheduling throughput in the shape of kube-scheduler's `scheduler_perf`
+//! SchedulingBasic: 5,000 nodes (4 CPU, 32 Gi, 110 pods), 1,000 pods already
+//! running, then 10,000 pods of 100m / 500 Mi scheduled one by one through
+//! the full cycle (PreFilter, Filter and Score over the nodes, selection,
+//! assume, Reserve, Permit, PreBind, Bind to an in-memory binder). Every
+//! node has a NodeMetric with its own usage, so load-aware filtering and
+//! scoring do real work. Run with every node scored and with
+//! kube-scheduler's adaptive percentage, and at 15,000 nodes / 30,000 pods.
+//!
+//! Run: `cargo bench -p kolo-scheduler --bench scheduling`
+//!
+//! Before criterion's throughput figures, a timed pass per shape prints
+//! pods/s and the p50 / p99 / max per-pod cycle latency (criterion reports
+//! means, not tails).
+
+use std::collections::BTreeMap;
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::{BatchSize, Criterion};
+use k8s_openapi::api::core::v1::{
+    Container, Node, NodeSpec, NodeStatus, Pod, PodSpec, ResourceRequirements,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use kolo_api::crd::NodeMetric;
+use kolo_core::clock::Timestamp;
+use kolo_scheduler::binder::InMemoryBinder;
+use kolo_scheduler::config::SchedulerConfig;
+use kolo_scheduler::plugins::{DEFAULT_PLUGINS, registry};
+use kolo_scheduler::scheduler::{Outcome, Scheduler};
+
+/// One benchmark shape.
+#[derive(Clone, Copy)]
+struct Shape {
+    name: &'static str,
+    nodes: usize,
+    initial_pods: usize,
+    pods: usize,
+    percentage: i32,
+}
+
+const SHAPES: [Shape; 3] = [
+    Shape {
+        name: "5000_nodes_10000_pods_score_100pct",
+        nodes: 5000,
+        initial_pods: 1000,
+        pods: 10_000,
+        percentage: 100,
+    },
+    Shape {
+        name: "5000_nodes_10000_pods_adaptive",
+        nodes: 5000,
+        initial_pods: 1000,
+        pods: 10_000,
+        percentage: 0,
+    },
+    Shape {
+        name: "15000_nodes_30000_pods_score_100pct",
+        nodes: 15_000,
+        initial_pods: 3000,
+        pods: 30_000,
+        percentage: 100,
+    },
+];
+
+fn now() -> Timestamp {
+    Timestamp::from_second(1_800_000_000).unwrap()
+}
+
+fn quantities(pairs: &[(&str, String)]) -> BTreeMap<String, Quantity> {
+    pairs.iter().map(|(k, v)| (k.to_string(), Quantity(v.clone()))).collect()
+}
+
+fn node(i: usize) -> Node {
+    let resources =
+        quantities(&[("cpu", "4".into()), ("memory", "32Gi".into()), ("pods", "110".into())]);
+    Node {
+        metadata: ObjectMeta {
+            name: Some(format!("node-{i}")),
+            labels: Some(BTreeMap::from([
+                ("kubernetes.io/hostname".to_string(), format!("node-{i}")),
+                ("topology.kubernetes.io/zone".to_string(), format!("zone-{}", i % 3)),
+            ])),
+            ..Default::default()
+        },
+        spec: Some(NodeSpec::default()),
+        status: Some(NodeStatus {
+            allocatable: Some(resources.clone()),
+            capacity: Some(resources),
+            ..Default::default()
+        }),
+    }
+}
+
+/// A NodeMetric whose usage varies from node to node (5%–60% CPU,
+/// 10%–70% memory), reported 30 s ago.
+fn node_metric(i: usize) -> NodeMetric {
+    let cpu_milli = 200 + (i * 7919) % 2200;
+    let memory_gib = 3 + (i * 104_729) % 20;
+    let updated = now().checked_sub(Duration::from_secs(30)).unwrap();
+    let value = serde_json::json!({
+        "apiVersion": "slo.koordinator.sh/v1alpha1",
+        "kind": "NodeMetric",
+        "metadata": {"name": format!("node-{i}")},
+        "spec": {"metricCollectPolicy": {"reportIntervalSeconds": 60}},
+        "status": {
+            "updateTime": updated.to_string(),
+            "nodeMetric": {"nodeUsage": {"resources": {"cpu": format!("{cpu_milli}m"), "memory": format!("{memory_gib}Gi")}}},
+        }
+    });
+    serde_json::from_value(value).unwrap()
+}
+
+/// A Deployment-style pod of 100m / 500Mi (Burstable: QoS LS, koord-prod).
+fn pod(prefix: &str, i: usize, node: Option<String>) -> Pod {
+    let requests = quantities(&[("cpu", "100m".into()), ("memory", "500Mi".into())]);
+    Pod {
+        metadata: ObjectMeta {
+            name: Some(format!("{prefix}-{i}")),
+            namespace: Some("bench".into()),
+            uid: Some(format!("uid-{prefix}-{i}")),
+            creation_timestamp: Some(Time(now())),
+            ..Default::default()
+        },
+        spec: Some(PodSpec {
+            scheduler_name: Some("kolo-scheduler".into()),
+            node_name: node,
+            containers: vec![Container {
+                name: "c".into(),
+                resources: Some(ResourceRequirements {
+                    requests: Some(requests),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        status: None,
+    }
+}
+
+/// The scheduler with the cluster loaded and the pods queued.
+fn setup(shape: Shape) -> Scheduler {
+    let config =
+        SchedulerConfig::from_yaml(&format!("percentageOfNodesToScore: {}\n", shape.percentage))
+            .unwrap();
+    let mut s =
+        Scheduler::new(&config, &registry(), DEFAULT_PLUGINS, Arc::new(InMemoryBinder::new()))
+            .unwrap();
+    for i in 0..shape.nodes {
+        s.apply_node(node(i), now()).unwrap();
+        s.apply_node_metric(node_metric(i), now());
+    }
+    for i in 0..shape.initial_pods {
+        s.apply_pod(pod("running", i, Some(format!("node-{}", i % shape.nodes))), now()).unwrap();
+    }
+    for i in 0..shape.pods {
+        s.apply_pod(pod("pending", i, None), now()).unwrap();
+    }
+    s
+}
+
+/// Schedules every queued pod; returns how many were scheduled.
+fn schedule_all(s: &mut Scheduler) -> usize {
+    let mut scheduled = 0;
+    while let Some(report) = s.schedule_next(now()) {
+        if matches!(report.outcome, Outcome::Scheduled { .. }) {
+            scheduled += 1;
+        }
+        black_box(report);
+    }
+    scheduled
+}
+
+/// pods/s and per-pod latency percentiles, from one timed pass.
+fn latency_report(shape: Shape) {
+    let mut s = setup(shape);
+    let mut latencies = Vec::with_capacity(shape.pods);
+    let start = Instant::now();
+    loop {
+        let t = Instant::now();
+        let Some(report) = s.schedule_next(now()) else { break };
+        latencies.push(t.elapsed());
+        assert!(matches!(report.outcome, Outcome::Scheduled { .. }), "{report:?}");
+    }
+    let total = start.elapsed();
+    latencies.sort();
+    let pct = |p: f64| latencies[((latencies.len() as f64 * p) as usize).min(latencies.len() - 1)];
+    eprintln!(
+        "{}: {} pods in {:.3} s = {:.0} pods/s; per-pod latency p50 {:?}, p99 {:?}, max {:?}; threads {}",
+        shape.name,
+        latencies.len(),
+        total.as_secs_f64(),
+        latencies.len() as f64 / total.as_secs_f64(),
+        pct(0.50),
+        pct(0.99),
+        latencies.last().unwrap(),
+        rayon::current_num_threads(),
+    );
+}
+
+fn benches(c: &mut Criterion) {
+    for shape in SHAPES {
+        latency_report(shape);
+    }
+    let mut group = c.benchmark_group("schedule");
+    group.sample_size(10).measurement_time(Duration::from_secs(20));
+    for shape in SHAPES {
+        group.throughput(criterion::Throughput::Elements(shape.pods as u64));
+        group.bench_function(shape.name, |b| {
+            b.iter_batched(
+                || setup(shape),
+                |mut s| {
+                    assert_eq!(schedule_all(&mut s), shape.pods);
+                    s
+                },
+                BatchSize::PerIteration,
+            )
+        });
+    }
+    group.finish();
+}
+
+/// `criterion_group!` generates an undocumented `pub fn`.
+mod group {
+    #![allow(missing_docs)]
+    criterion::criterion_group!(benches, super::benches);
+}
+criterion::criterion_main!(group::benches);

@@ -1,0 +1,237 @@
+//! The scheduler end to end: cluster changes in, cycles, binds out.
+
+use std::sync::{Arc, Mutex};
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kolo_core::clock::Timestamp;
+use kolo_core::resources::ResourceName;
+use kolo_scheduler::binder::{BindCompletion, Binder, InMemoryBinder};
+use kolo_scheduler::config::SchedulerConfig;
+use kolo_scheduler::plugins::{DEFAULT_PLUGINS, registry};
+use kolo_scheduler::scheduler::{ExplainLevel, Outcome, Scheduler};
+use proptest::prelude::*;
+
+fn t(seconds: i64) -> Timestamp {
+    Timestamp::from_second(1_800_000_000 + seconds).unwrap()
+}
+
+fn node(name: &str, cpu: &str, memory: &str, extra: &str) -> Node {
+    serde_saphyr::from_str(&format!(
+        "metadata: {{name: {name}, labels: {{kubernetes.io/hostname: {name}}}}}\n{extra}\nstatus:\n  allocatable: {{cpu: '{cpu}', memory: '{memory}', pods: '110'}}\n  capacity: {{cpu: '{cpu}', memory: '{memory}', pods: '110'}}\n"
+    ))
+    .unwrap()
+}
+
+fn pod(name: &str, cpu: &str, memory: &str) -> Pod {
+    serde_saphyr::from_str(&format!(
+        "metadata: {{name: {name}, namespace: ns, uid: u-{name}, labels: {{koordinator.sh/qosClass: LS}}}}\nspec:\n  schedulerName: kolo-scheduler\n  containers:\n  - name: c\n    resources:\n      requests: {{cpu: '{cpu}', memory: '{memory}'}}\n"
+    ))
+    .unwrap()
+}
+
+fn scheduler(binder: Arc<dyn Binder>, config: &str) -> Scheduler {
+    let config = SchedulerConfig::from_yaml(config).unwrap();
+    Scheduler::new(&config, &registry(), DEFAULT_PLUGINS, binder).unwrap()
+}
+
+fn node_of(outcome: &Outcome) -> Option<&str> {
+    match outcome {
+        Outcome::Scheduled { node, .. } => Some(node),
+        _ => None,
+    }
+}
+
+#[test]
+fn spreads_by_least_allocated_and_binds() {
+    let binder = Arc::new(InMemoryBinder::new());
+    let mut s = scheduler(binder.clone(), "{}");
+    for n in ["a", "b", "c"] {
+        s.apply_node(node(n, "4", "8Gi", ""), t(0)).unwrap();
+    }
+    for i in 0..6 {
+        s.apply_pod(pod(&format!("p{i}"), "1", "1Gi"), t(0)).unwrap();
+    }
+    let reports = s.run_until_idle(t(0));
+    assert_eq!(reports.len(), 6);
+    let mut per_node = std::collections::BTreeMap::new();
+    for r in &reports {
+        *per_node.entry(node_of(&r.outcome).expect("scheduled").to_string()).or_insert(0) += 1;
+    }
+    assert_eq!(per_node.values().copied().collect::<Vec<_>>(), [2, 2, 2], "{per_node:?}");
+    let bindings = binder.bindings();
+    assert_eq!(bindings.len(), 6);
+    assert_eq!(s.stats().bound, 6);
+    // Bound pods left the queue; their requests are counted on the nodes.
+    assert_eq!(s.queue().counts(), (0, 0, 0, 0));
+    let total: i64 = s.cache().nodes().iter().map(|n| n.requested(ResourceName::Cpu)).sum();
+    assert_eq!(total, 6000);
+}
+
+#[test]
+fn explains_why_a_pod_fits_nowhere_and_retries_when_a_node_arrives() {
+    let mut s = scheduler(Arc::new(InMemoryBinder::new()), "{}");
+    s.apply_node(node("small-1", "1", "8Gi", ""), t(0)).unwrap();
+    s.apply_node(node("small-2", "1", "8Gi", ""), t(0)).unwrap();
+    s.apply_node(
+        node(
+            "tainted",
+            "16",
+            "64Gi",
+            "spec: {taints: [{key: dedicated, value: gpu, effect: NoSchedule}]}",
+        ),
+        t(0),
+    )
+    .unwrap();
+    s.apply_pod(pod("big", "4", "1Gi"), t(0)).unwrap();
+    let report = s.schedule_next(t(0)).unwrap();
+    assert_eq!(
+        report.outcome,
+        Outcome::Unschedulable {
+            message: "0/3 nodes are available: 2 Insufficient cpu, 1 node(s) had untolerated taint {dedicated: gpu}.".into(),
+            nominated: None,
+        }
+    );
+    assert_eq!(s.queue().counts(), (0, 0, 1, 0));
+    // Nothing changed: nothing to retry.
+    assert!(s.schedule_next(t(30)).is_none());
+    // A node arrives: the pod is retried (after its 1 s backoff) and fits.
+    s.apply_node(node("big-1", "8", "16Gi", ""), t(31)).unwrap();
+    let report = s.schedule_next(t(31)).unwrap();
+    assert_eq!(node_of(&report.outcome), Some("big-1"));
+}
+
+#[test]
+fn explain_levels_report_nodes() {
+    let mut s = scheduler(Arc::new(InMemoryBinder::new()), "{}");
+    s.apply_node(node("a", "4", "8Gi", ""), t(0)).unwrap();
+    s.apply_node(node("b", "2", "8Gi", ""), t(0)).unwrap();
+    s.apply_node(node("c", "1", "8Gi", ""), t(0)).unwrap();
+    s.set_explain(ExplainLevel::Top(2));
+    s.apply_pod(pod("p", "1500m", "1Gi"), t(0)).unwrap();
+    let report = s.schedule_next(t(0)).unwrap();
+    let names: Vec<&str> = report.nodes.iter().map(|n| n.node.as_str()).collect();
+    assert_eq!(names, ["a", "b"]);
+    assert!(report.nodes[0].total > report.nodes[1].total);
+    // ((4000-1500)*100/4000 = 62, (8Gi-1Gi)*100/8Gi = 87) / 2 = 74
+    assert_eq!(report.nodes[0].scores.get("NodeResourcesFit"), Some(&74));
+    s.set_explain(ExplainLevel::All);
+    s.apply_pod(pod("q", "1500m", "1Gi"), t(0)).unwrap();
+    let report = s.schedule_next(t(0)).unwrap();
+    assert_eq!(report.nodes.len(), 3);
+    let c = report.nodes.iter().find(|n| n.node == "c").unwrap();
+    assert!(!c.feasible);
+    assert_eq!(c.rejected_by, Some("NodeResourcesFit"));
+    assert_eq!(c.reasons, ["Insufficient cpu (cpu: requested 1500, free 1000)"]);
+}
+
+#[test]
+fn adaptive_percentage_finds_enough_nodes_and_rotates() {
+    let mut s = scheduler(Arc::new(InMemoryBinder::new()), "percentageOfNodesToScore: 0");
+    for i in 0..1000 {
+        s.apply_node(node(&format!("n{i:04}"), "4", "8Gi", ""), t(0)).unwrap();
+    }
+    // 1000 nodes: 50 − 1000/125 = 42% → 420 nodes.
+    s.apply_pod(pod("p1", "100m", "100Mi"), t(0)).unwrap();
+    s.apply_pod(pod("p2", "100m", "100Mi"), t(0)).unwrap();
+    let r1 = s.schedule_next(t(0)).unwrap();
+    let r2 = s.schedule_next(t(0)).unwrap();
+    assert_eq!((r1.evaluated_nodes, r1.feasible_nodes), (420, 420));
+    assert_eq!((r2.evaluated_nodes, r2.feasible_nodes), (420, 420));
+    // The second cycle started where the first stopped: its node is in
+    // n0420..n0839.
+    let second: usize = node_of(&r2.outcome).unwrap()[1..].parse().unwrap();
+    assert!((420..840).contains(&second), "{second}");
+}
+
+/// Holds binds until the test finishes them.
+#[derive(Default)]
+struct HeldBinder {
+    held: Mutex<Vec<BindCompletion>>,
+}
+
+impl Binder for HeldBinder {
+    fn bind(&self, completion: BindCompletion) {
+        self.held.lock().unwrap().push(completion);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// However binds interleave with cycles and however many fail, no node
+    /// ever has more requested than allocatable, every pod is counted at
+    /// most once, and the cache's sums equal the sum of the pods it counts.
+    #[test]
+    fn concurrent_binds_never_overcommit(
+        nodes in prop::collection::vec((1u32..8, 1u32..16), 1..6),
+        pods in prop::collection::vec((1u32..4000, 1u32..6000), 1..40),
+        steps in prop::collection::vec((0u8..4, any::<bool>(), any::<prop::sample::Index>()), 1..120),
+    ) {
+        let binder = Arc::new(HeldBinder::default());
+        let mut s = scheduler(binder.clone(), "{}");
+        for (i, (cpu, gib)) in nodes.iter().enumerate() {
+            s.apply_node(node(&format!("n{i}"), &cpu.to_string(), &format!("{gib}Gi"), ""), t(0)).unwrap();
+        }
+        for (i, (milli, mib)) in pods.iter().enumerate() {
+            s.apply_pod(pod(&format!("p{i}"), &format!("{milli}m"), &format!("{mib}Mi")), t(0)).unwrap();
+        }
+        let mut now = 0;
+        for (action, ok, pick) in steps {
+            now += 1;
+            match action {
+                // A cycle.
+                0 | 1 => { s.schedule_next(t(now)); }
+                // Finish one held bind, successfully or not.
+                2 => {
+                    let mut held = binder.held.lock().unwrap();
+                    if !held.is_empty() {
+                        let at = pick.index(held.len());
+                        let c = held.remove(at);
+                        c.finish(if ok { Ok(()) } else { Err("conflict".into()) });
+                    }
+                }
+                // Time passes (backoffs end); apply finished binds.
+                _ => { now += 10; s.process_bind_results(t(now)); }
+            }
+            for n in s.cache().nodes() {
+                for r in [ResourceName::Cpu, ResourceName::Memory] {
+                    prop_assert!(n.requested(r) <= n.allocatable(r), "{} over on {r}", n.name());
+                }
+                let counted: Vec<_> = s.cache().pods().filter(|p| p.node == Some(n.id())).collect();
+                let sum: i64 = counted.iter().map(|p| p.info.view().requests().cpu()).sum();
+                prop_assert_eq!(sum, n.requested(ResourceName::Cpu));
+                prop_assert_eq!(counted.len() as u32, n.pod_count());
+            }
+            let mut keys: Vec<_> = s.cache().pods().map(|p| p.info.key().to_string()).collect();
+            let len = keys.len();
+            keys.sort();
+            keys.dedup();
+            prop_assert_eq!(keys.len(), len);
+        }
+    }
+
+    /// The same cluster and pods give the same decisions, whatever the
+    /// number of threads.
+    #[test]
+    fn decisions_are_deterministic(
+        nodes in prop::collection::vec((1u32..16, 1u32..32), 1..40),
+        pods in prop::collection::vec((1u32..3000, 1u32..4000), 1..30),
+    ) {
+        let run = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            pool.install(|| {
+                let mut s = scheduler(Arc::new(InMemoryBinder::new()), "{}");
+                for (i, (cpu, gib)) in nodes.iter().enumerate() {
+                    s.apply_node(node(&format!("n{i}"), &cpu.to_string(), &format!("{gib}Gi"), ""), t(0)).unwrap();
+                }
+                for (i, (milli, mib)) in pods.iter().enumerate() {
+                    s.apply_pod(pod(&format!("p{i}"), &format!("{milli}m"), &format!("{mib}Mi")), t(0)).unwrap();
+                }
+                s.run_until_idle(t(0)).into_iter().map(|r| (r.pod, r.outcome)).collect::<Vec<_>>()
+            })
+        };
+        let one = run(1);
+        prop_assert_eq!(&one, &run(1));
+        prop_assert_eq!(&one, &run(3));
+    }
+}
