@@ -59,6 +59,8 @@ impl AssignedPod {
     /// `pod_scheduled_time` and `initialized_time` are the
     /// `lastTransitionTime`s of the pod's PodScheduled=True and
     /// Initialized=True conditions, which [`PodView`] does not carry.
+    ///
+    /// Callers add only pods [`is_tracked`] accepts.
     pub fn new(
         pod: &PodView,
         pod_scheduled_time: Option<Timestamp>,

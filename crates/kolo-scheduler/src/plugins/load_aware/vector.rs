@@ -4,7 +4,7 @@
 //! Filter and Score run for every (pod, node) pair, so their inputs are
 //! plain arrays: [`LoadVector`] is `[i64; MAX_RESOURCES]` (64 bytes, `Copy`,
 //! no presence mask) instead of kolo-core's 200-byte
-//! [`ResourceVector`](kolo_core::resources::ResourceVector), and the
+//! [`ResourceVector`], and the
 //! name ↔ slot mapping lives once in [`ResourceLayout`]. A resource missing
 //! from a Kubernetes list is 0, exactly as the reference's vectoriser reads a
 //! missing key.
