@@ -23,6 +23,11 @@ pub fn registry() -> Registry {
         .register(node_affinity::NAME, node_affinity::NodeAffinity::build)
         .register(taint_toleration::NAME, taint_toleration::TaintToleration::build)
         .register(node_resources_fit::NAME, node_resources_fit::NodeResourcesFit::build)
+        .register(load_aware::plugin::NAME, load_aware::plugin::LoadAwareScheduling::build)
+        .register(
+            node_numa_resource::plugin::NAME,
+            node_numa_resource::plugin::NodeNUMAResource::build,
+        )
         .register(default_binder::NAME, default_binder::DefaultBinder::build);
     registry
 }
@@ -35,5 +40,7 @@ pub const DEFAULT_PLUGINS: &[DefaultPlugin] = &[
     DefaultPlugin { name: node_affinity::NAME, weight: 2 },
     DefaultPlugin { name: taint_toleration::NAME, weight: 3 },
     DefaultPlugin { name: node_resources_fit::NAME, weight: 1 },
+    DefaultPlugin { name: load_aware::plugin::NAME, weight: 1 },
+    DefaultPlugin { name: node_numa_resource::plugin::NAME, weight: 1 },
     DefaultPlugin { name: default_binder::NAME, weight: 1 },
 ];

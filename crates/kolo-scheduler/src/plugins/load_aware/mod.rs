@@ -28,6 +28,7 @@ pub mod config;
 pub mod custom_thresholds;
 pub mod decide;
 pub mod estimator;
+pub mod plugin;
 pub mod vector;
 
 pub use args::{LoadAwareArgsError, LoadAwareSchedulingAggregatedArgs, LoadAwareSchedulingArgs};

@@ -29,7 +29,7 @@ use super::hints::{
     CpuSplit, NotAdmitted, NumaHint, NumaScorer, admit, distribute_evenly, generate_hints,
     numa_available,
 };
-use super::score::weighted_score;
+use super::score::weighted_score_of;
 use super::topology::NodeTopology;
 
 /// How a failure affects the pod, in kube-scheduler's terms.
@@ -587,11 +587,15 @@ pub fn check_amplified_cpu(
 ///   on; 0 when no hint exists.
 ///
 /// A skipped pod, or one whose resolution fails, scores 0.
+///
+/// `node_requested` gives what the node's pods request of a resource (the
+/// framework keeps those sums); only the scored resources are asked for, so
+/// scoring a node copies no resource vector.
 pub fn score(
     req: &PodNumaRequest,
     node: &NodeTopology,
     alloc: &NodeAllocation,
-    node_requested: &ResourceVector,
+    node_requested: &dyn Fn(ResourceName) -> i64,
 ) -> i64 {
     if req.skip {
         return 0;
@@ -600,18 +604,21 @@ pub fn score(
         return 0;
     };
     if r.numa_policy == NumaTopologyPolicy::None {
-        let mut requested = node_requested.saturating_add(&req.requests);
-        if let Some(ratio) = node.cpu_amplification_ratio() {
+        let amplified = node.cpu_amplification_ratio().map(|ratio| {
             let (node_cpu, pod_cpu) = amplified_cpu(
                 ratio,
                 r.request_cpu_bind,
                 req.requests.cpu(),
-                node_requested.cpu(),
+                node_requested(ResourceName::Cpu),
                 alloc,
             );
-            requested.set(ResourceName::Cpu, node_cpu.saturating_add(pod_cpu));
-        }
-        return weighted_score(req.score_kind, &req.weights, &requested, node.allocatable());
+            node_cpu.saturating_add(pod_cpu)
+        });
+        let requested = |name: ResourceName| match (name, amplified) {
+            (ResourceName::Cpu, Some(cpu)) => cpu,
+            _ => node_requested(name).saturating_add(req.requests.value(name)),
+        };
+        return weighted_score_of(req.score_kind, &req.weights, &requested, node.allocatable());
     }
     let hints = pod_hints(req, &r, node, alloc);
     admit(r.numa_policy, &hints).ok().flatten().map_or(0, |h| h.score)
@@ -1035,18 +1042,18 @@ mod tests {
         let p = request(&lsr(4000, &[]));
         let requested = ResourceVector::cpu_memory(8000, 16 * GI);
         // cpu (32-12)/32 = 62, memory (64-24)/64 = 62.
-        assert_eq!(score(&p, &node, &NodeAllocation::new(), &requested), 62);
+        assert_eq!(score(&p, &node, &NodeAllocation::new(), &|n| requested.value(n)), 62);
         let mut args = NodeNUMAResourceArgs::default();
         args.scoring_strategy.strategy_type = ScoringStrategyType::MostAllocated;
         args.scoring_strategy.resources[0].weight = 3;
         let most = PodNumaRequest::from_pod(&lsr(4000, &[]), &args).unwrap();
         // cpu 12/32 = 37 ×3, memory 24/64 = 37: 37.
-        assert_eq!(score(&most, &node, &NodeAllocation::new(), &requested), 37);
+        assert_eq!(score(&most, &node, &NodeAllocation::new(), &|n| requested.value(n)), 37);
         // Amplified ×2: 4 bound CPUs count 8; the pod's 4 count 8.
         let amplified = node.clone().with_cpu_amplification_ratio(2.0);
         let held = holding("0-3");
         // cpu requested = 8000 - 4000 + 8000 + 8000 = 20000: (32-20)/32 = 37.
-        assert_eq!(score(&p, &amplified, &held, &requested), (37 + 62) / 2);
+        assert_eq!(score(&p, &amplified, &held, &|n| requested.value(n)), (37 + 62) / 2);
         assert!(check_amplified_cpu(&p, &amplified, &held, 8000).is_ok());
         let err = check_amplified_cpu(&p, &amplified, &held, 22_000).unwrap_err();
         assert_eq!(err.to_string(), "Insufficient amplified cpu");
@@ -1057,9 +1064,11 @@ mod tests {
         let single =
             [(annotation::NUMA_TOPOLOGY_SPEC, r#"{"numaTopologyPolicy":"SingleNUMANode"}"#)];
         let numa_pod = request(&lsr(4000, &single));
-        assert_eq!(score(&numa_pod, &node, &NodeAllocation::new(), &requested), 50);
+        assert_eq!(score(&numa_pod, &node, &NodeAllocation::new(), &|n| requested.value(n)), 50);
         assert_eq!(
-            score(&request(&PodView::new("ns", "e")), &node, &NodeAllocation::new(), &requested),
+            score(&request(&PodView::new("ns", "e")), &node, &NodeAllocation::new(), &|n| {
+                requested.value(n)
+            }),
             0
         );
     }

@@ -31,6 +31,7 @@ pub mod cpu_accumulator;
 pub mod cpuset;
 pub mod decide;
 pub mod hints;
+pub mod plugin;
 pub mod score;
 pub mod topology;
 

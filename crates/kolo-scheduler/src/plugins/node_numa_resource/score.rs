@@ -34,13 +34,23 @@ pub fn weighted_score(
     requested: &ResourceVector,
     capacity: &ResourceVector,
 ) -> i64 {
+    weighted_score_of(kind, weights, &|name| requested.value(name), capacity)
+}
+
+/// [`weighted_score`] with the requested amounts given per resource.
+pub fn weighted_score_of(
+    kind: ScoringStrategyType,
+    weights: &[(ResourceName, i64)],
+    requested: &dyn Fn(ResourceName) -> i64,
+    capacity: &ResourceVector,
+) -> i64 {
     let (mut sum, mut weight_sum) = (0i64, 0i64);
     for &(name, weight) in weights {
         let cap = capacity.value(name);
         if cap <= 0 {
             continue;
         }
-        sum += resource_score(kind, requested.value(name), cap) * weight;
+        sum += resource_score(kind, requested(name), cap) * weight;
         weight_sum += weight;
     }
     if weight_sum == 0 { 0 } else { sum / weight_sum }

@@ -1,0 +1,322 @@
+//! The NodeNUMAResource plugin: the framework adapter around this module's
+//! pure decisions. It keeps each node's [`NodeTopology`] (rebuilt when the
+//! node changes) and [`NodeAllocation`] (the cpusets and NUMA resources its
+//! pods hold, from their `resource-status` annotations and from Reserve),
+//! and writes the chosen cpuset into the pod's annotations at PreBind.
+
+use std::collections::HashMap;
+
+use kolo_api::names::annotation;
+use kolo_core::resources::ResourceName;
+
+use super::{
+    NodeAllocation, NodeNUMAResourceArgs, NodeTopology, NumaAllocationResult, NumaFailure,
+    PodNumaRequest, check_amplified_cpu, filter, pod_allocation_from_status, reserve,
+    resource_spec_write_back, resource_status_annotation, score,
+};
+use crate::binder::BindRequest;
+use crate::framework::{
+    ClusterEvent, ClusterEventHandler, Code, CycleContext, CycleState, EventKinds, Filter,
+    NodeInfo, NodeVerdict, Plugin, PodInfo, PreBind, PreFilter, PreFilterOutcome, Rejected,
+    Rejection, Reserve, Score, ScoreSink, Verdict,
+};
+use crate::registry::{PluginArgsError, decode_args};
+
+/// The plugin's registered name.
+pub const NAME: &str = "NodeNUMAResource";
+
+/// See the module documentation.
+pub struct NodeNUMAResource {
+    args: NodeNUMAResourceArgs,
+    nodes: Vec<Option<NumaNode>>,
+    /// What Reserve chose, per pod, for PreBind to write.
+    reserved: HashMap<Box<str>, NumaAllocationResult>,
+}
+
+struct NumaNode {
+    topology: NodeTopology,
+    allocation: NodeAllocation,
+}
+
+impl NodeNUMAResource {
+    /// Builds the plugin from `NodeNUMAResourceArgs` (spec §6.1).
+    pub fn build(args: Option<&serde_json::Value>) -> Result<Box<dyn Plugin>, PluginArgsError> {
+        let args: NodeNUMAResourceArgs = decode_args(args, "NodeNUMAResourceArgs")?;
+        args.validate().map_err(|e| {
+            let text = e.to_string();
+            match text.split_once(": ") {
+                Some((field, message)) => PluginArgsError::new(field, message),
+                None => PluginArgsError::new(".", text),
+            }
+        })?;
+        Ok(Box::new(NodeNUMAResource { args, nodes: Vec::new(), reserved: HashMap::new() }))
+    }
+
+    fn node(&self, node: &NodeInfo) -> Option<&NumaNode> {
+        self.nodes.get(node.id().index()).and_then(Option::as_ref)
+    }
+
+    fn node_mut(&mut self, node: &NodeInfo) -> &mut NumaNode {
+        let i = node.id().index();
+        if self.nodes.len() <= i {
+            self.nodes.resize_with(i + 1, || None);
+        }
+        self.nodes[i].get_or_insert_with(|| NumaNode {
+            topology: NodeTopology::from_node(node.view()),
+            allocation: NodeAllocation::default(),
+        })
+    }
+
+    fn request(&self, pod: &PodInfo) -> Result<PodNumaRequest, NumaFailure> {
+        PodNumaRequest::from_pod(pod.view(), &self.args)
+    }
+
+    fn check(req: &PodNumaRequest, numa: Option<&NumaNode>, node: &NodeInfo) -> Verdict {
+        let Some(numa) = numa else { return Ok(()) };
+        filter(req, &numa.topology, &numa.allocation)
+            .and_then(|()| {
+                check_amplified_cpu(
+                    req,
+                    &numa.topology,
+                    &numa.allocation,
+                    node.requested(ResourceName::Cpu),
+                )
+            })
+            .map_err(rejection)
+    }
+}
+
+fn rejection(failure: NumaFailure) -> Rejection {
+    let code = if failure.is_unresolvable() {
+        Code::UnschedulableAndUnresolvable
+    } else {
+        Code::Unschedulable
+    };
+    Rejection { code, reason: failure.reason.to_string().into(), detail: None }
+}
+
+impl Plugin for NodeNUMAResource {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+    fn as_pre_filter(&self) -> Option<&dyn PreFilter> {
+        Some(self)
+    }
+    fn as_filter(&self) -> Option<&dyn Filter> {
+        Some(self)
+    }
+    fn as_score(&self) -> Option<&dyn Score> {
+        Some(self)
+    }
+    fn as_reserve(&mut self) -> Option<&mut dyn Reserve> {
+        Some(self)
+    }
+    fn as_pre_bind(&self) -> Option<&dyn PreBind> {
+        Some(self)
+    }
+    fn as_event_handler(&mut self) -> Option<&mut dyn ClusterEventHandler> {
+        Some(self)
+    }
+    fn events_to_register(&self) -> EventKinds {
+        EventKinds::NODE_ADD | EventKinds::NODE_UPDATE | EventKinds::POD_DELETE
+    }
+}
+
+impl PreFilter for NodeNUMAResource {
+    fn pre_filter(
+        &self,
+        _: &CycleContext,
+        state: &mut CycleState,
+        pod: &PodInfo,
+    ) -> PreFilterOutcome {
+        match self.request(pod) {
+            Ok(req) if req.skip() => PreFilterOutcome::Skip,
+            Ok(req) => {
+                state.write(req);
+                PreFilterOutcome::Proceed
+            }
+            Err(failure) => PreFilterOutcome::Reject(rejection(failure)),
+        }
+    }
+}
+
+impl Filter for NodeNUMAResource {
+    fn filter(
+        &self,
+        _: &CycleContext,
+        state: &CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+    ) -> Verdict {
+        match state.read::<PodNumaRequest>() {
+            Some(req) => Self::check(req, self.node(node), node),
+            None => match self.request(pod) {
+                Ok(req) => Self::check(&req, self.node(node), node),
+                Err(failure) => Err(rejection(failure)),
+            },
+        }
+    }
+
+    fn filter_nodes(
+        &self,
+        _: &CycleContext,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[NodeInfo],
+        plugin: u16,
+        out: &mut [NodeVerdict],
+    ) {
+        let owned;
+        let req = match state.read::<PodNumaRequest>() {
+            Some(req) => req,
+            None => match self.request(pod) {
+                Ok(req) => {
+                    owned = req;
+                    &owned
+                }
+                Err(_) => return,
+            },
+        };
+        for (node, slot) in nodes.iter().zip(out) {
+            if slot.is_none()
+                && let Err(rejection) = Self::check(req, self.node(node), node)
+            {
+                *slot = Some(Box::new(Rejected { plugin, rejection }));
+            }
+        }
+    }
+}
+
+impl Score for NodeNUMAResource {
+    fn score(&self, _: &CycleContext, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> i64 {
+        let Some(numa) = self.node(node) else { return 0 };
+        match state.read::<PodNumaRequest>() {
+            Some(req) => score(req, &numa.topology, &numa.allocation, &|name| node.requested(name)),
+            None => self.request(pod).map_or(0, |req| {
+                score(&req, &numa.topology, &numa.allocation, &|name| node.requested(name))
+            }),
+        }
+    }
+
+    fn score_nodes(
+        &self,
+        _: &CycleContext,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[NodeInfo],
+        verdicts: &[NodeVerdict],
+        out: &mut ScoreSink<'_>,
+    ) {
+        let owned;
+        let req = match state.read::<PodNumaRequest>() {
+            Some(req) => req,
+            None => match self.request(pod) {
+                Ok(req) => {
+                    owned = req;
+                    &owned
+                }
+                Err(_) => return,
+            },
+        };
+        for (i, (node, verdict)) in nodes.iter().zip(verdicts).enumerate() {
+            if verdict.is_none() {
+                let s = self.node(node).map_or(0, |numa| {
+                    score(req, &numa.topology, &numa.allocation, &|name| node.requested(name))
+                });
+                out.set(i, s);
+            }
+        }
+    }
+}
+
+impl Reserve for NodeNUMAResource {
+    fn reserve(
+        &mut self,
+        _: &CycleContext,
+        state: &CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+    ) -> Result<(), Rejection> {
+        let Some(req) = state.read::<PodNumaRequest>() else {
+            // Skipped at PreFilter (no requests): nothing to reserve.
+            return Ok(());
+        };
+        let numa = self.node_mut(node);
+        let result = reserve(req, &numa.topology, &numa.allocation).map_err(rejection)?;
+        if !result.is_empty() {
+            result.record(&mut numa.allocation, pod.key());
+        }
+        self.reserved.insert(pod.key().into(), result);
+        Ok(())
+    }
+
+    fn unreserve(&mut self, _: &CycleContext, pod: &PodInfo, node: &NodeInfo) {
+        self.reserved.remove(pod.key());
+        if let Some(Some(numa)) = self.nodes.get_mut(node.id().index()) {
+            numa.allocation.release(pod.key());
+        }
+    }
+}
+
+impl PreBind for NodeNUMAResource {
+    fn pre_bind(
+        &self,
+        _: &CycleContext,
+        state: &CycleState,
+        pod: &PodInfo,
+        _: &NodeInfo,
+        request: &mut BindRequest,
+    ) -> Result<(), Rejection> {
+        let (Some(req), Some(result)) =
+            (state.read::<PodNumaRequest>(), self.reserved.get(pod.key()))
+        else {
+            return Ok(());
+        };
+        if result.is_empty() {
+            return Ok(());
+        }
+        request
+            .annotations
+            .insert(annotation::RESOURCE_STATUS.to_string(), resource_status_annotation(result));
+        if let Some(spec) = resource_spec_write_back(req, result) {
+            request.annotations.insert(annotation::RESOURCE_SPEC.to_string(), spec);
+        }
+        Ok(())
+    }
+}
+
+impl ClusterEventHandler for NodeNUMAResource {
+    fn on_event(&mut self, event: &ClusterEvent<'_>) {
+        match *event {
+            ClusterEvent::NodeAdded(node) | ClusterEvent::NodeUpdated(node) => {
+                let topology = NodeTopology::from_node(node.view());
+                self.node_mut(node).topology = topology;
+            }
+            ClusterEvent::NodeRemoved { id, .. } => {
+                if let Some(slot) = self.nodes.get_mut(id.index()) {
+                    *slot = None;
+                }
+            }
+            ClusterEvent::PodAdded { pod, node, .. } => {
+                // A bound pod's cpuset, as its annotation records it. A
+                // malformed annotation holds nothing (kolo cannot know
+                // which CPUs it meant); its pod still runs.
+                if let Ok(Some(held)) = pod_allocation_from_status(pod.view()) {
+                    self.node_mut(node).allocation.add(
+                        pod.key(),
+                        held.cpuset,
+                        held.exclusive_policy,
+                        held.numa_resources,
+                    );
+                }
+            }
+            ClusterEvent::PodRemoved { pod, node } => {
+                self.reserved.remove(pod.key());
+                if let Some(Some(numa)) = self.nodes.get_mut(node.index()) {
+                    numa.allocation.release(pod.key());
+                }
+            }
+            ClusterEvent::NodeMetricUpdated { .. } | ClusterEvent::NodeMetricRemoved { .. } => {}
+        }
+    }
+}
