@@ -75,6 +75,8 @@ pub struct Cache {
     /// Pods assigned to nodes the cache does not know yet, by node name.
     waiting_for_node: HashMap<Box<str>, Vec<Box<str>>>,
     metrics: HashMap<Box<str>, Arc<NodeMetric>>,
+    /// Bumped whenever a node is added, removed or its object changes.
+    epoch: u64,
 }
 
 impl Cache {
@@ -97,6 +99,12 @@ impl Cache {
     fn node_mut(&mut self, id: NodeId) -> Option<&mut NodeInfo> {
         let pos = *self.position.get(id.index())?;
         self.nodes.get_mut(pos as usize)
+    }
+
+    /// Changes whenever a node is added, removed or its object changes
+    /// (pod and metric changes only change that node's generation).
+    pub fn epoch(&self) -> u64 {
+        self.epoch
     }
 
     /// A node's id by name.
@@ -124,6 +132,7 @@ impl Cache {
         let view = NodeView::from_node(&node)?;
         let node = Arc::new(node);
         let mut changes = Vec::new();
+        self.epoch += 1;
         if let Some(id) = self.by_name.get(view.name()).copied() {
             if let Some(info) = self.node_mut(id) {
                 info.set_node(node, view);
@@ -158,6 +167,7 @@ impl Cache {
         let Some(id) = self.by_name.remove(name) else {
             return Vec::new();
         };
+        self.epoch += 1;
         let mut changes = Vec::new();
         let mut orphans = Vec::new();
         for (key, cached) in self.pods.iter_mut() {
@@ -253,7 +263,11 @@ impl Cache {
     pub fn apply_node_metric(&mut self, metric: NodeMetric) -> Vec<CacheChange> {
         let name: Box<str> = metric.metadata.name.as_deref().unwrap_or_default().into();
         self.metrics.insert(name.clone(), Arc::new(metric));
-        self.node_id(&name).map(CacheChange::NodeMetricUpdated).into_iter().collect()
+        let id = self.node_id(&name);
+        if let Some(n) = id.and_then(|id| self.node_mut(id)) {
+            n.touch();
+        }
+        id.map(CacheChange::NodeMetricUpdated).into_iter().collect()
     }
 
     /// Drops a node's NodeMetric.
@@ -261,7 +275,11 @@ impl Cache {
         if self.metrics.remove(name).is_none() {
             return Vec::new();
         }
-        self.node_id(name).map(CacheChange::NodeMetricRemoved).into_iter().collect()
+        let id = self.node_id(name);
+        if let Some(n) = id.and_then(|id| self.node_mut(id)) {
+            n.touch();
+        }
+        id.map(CacheChange::NodeMetricRemoved).into_iter().collect()
     }
 }
 

@@ -58,6 +58,11 @@ pub struct SchedulerConfig {
     /// Longest retry delay.
     #[serde(default)]
     pub pod_max_backoff_seconds: Option<i64>,
+    /// kolo's extension: reuse a node's Filter and Score results for alike
+    /// pods while the node is unchanged ([`crate::equivalence`]); on by
+    /// default. Decisions are the same either way.
+    #[serde(default)]
+    pub equivalence_cache: Option<bool>,
     /// The profiles; none means one default profile named
     /// [`DEFAULT_SCHEDULER_NAME`].
     #[serde(default)]

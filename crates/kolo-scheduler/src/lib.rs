@@ -12,6 +12,7 @@
 pub mod binder;
 pub mod cache;
 pub mod config;
+pub mod equivalence;
 pub mod explain;
 pub mod framework;
 pub mod plugins;

@@ -93,6 +93,9 @@ impl Point {
     }
 }
 
+/// A plugin enabled at a point: (name, weight, named explicitly there).
+type Enabled = (String, i64, bool);
+
 /// A built profile.
 pub struct Profile {
     scheduler_name: String,
@@ -109,6 +112,10 @@ pub struct Profile {
     pub(crate) pre_bind: Vec<usize>,
     pub(crate) bind: Vec<usize>,
     pub(crate) event_handlers: Vec<usize>,
+    /// Every Filter and Score plugin supports the equivalence cache.
+    pub(crate) equivalence: bool,
+    /// The Filter and Score plugins (each once), for `valid_until`.
+    pub(crate) filter_and_score: Vec<usize>,
 }
 
 impl Profile {
@@ -134,7 +141,7 @@ impl Profile {
 
         // Per point: (plugin name, weight, explicitly enabled here).
         let multi = &config.plugins.multi_point;
-        let mut lists: Vec<(Point, Vec<(String, i64, bool)>)> = Vec::new();
+        let mut lists: Vec<(Point, Vec<Enabled>)> = Vec::new();
         for point in Point::ALL {
             let set = point.set(config);
             let all_disabled = |s: &PluginSet| s.disabled.iter().any(|d| d.name == "*");
@@ -211,14 +218,23 @@ impl Profile {
         let mut plugins = built.plugins;
         let event_handlers =
             (0..plugins.len()).filter(|&i| plugins[i].as_event_handler().is_some()).collect();
+        let filter = only_index(take(Point::Filter));
+        let score = take(Point::Score);
+        let mut filter_and_score: Vec<usize> =
+            filter.iter().copied().chain(score.iter().map(|(i, _)| *i)).collect();
+        filter_and_score.sort_unstable();
+        filter_and_score.dedup();
+        let equivalence = filter_and_score.iter().all(|&i| plugins[i].supports_equivalence());
         Ok(Profile {
             scheduler_name: profile.clone(),
+            equivalence,
+            filter_and_score,
             queue_sort,
             pre_filter: only_index(take(Point::PreFilter)),
-            filter: only_index(take(Point::Filter)),
+            filter,
             post_filter: only_index(take(Point::PostFilter)),
             pre_score: only_index(take(Point::PreScore)),
-            score: take(Point::Score),
+            score,
             reserve: only_index(take(Point::Reserve)),
             permit: only_index(take(Point::Permit)),
             pre_bind: only_index(take(Point::PreBind)),

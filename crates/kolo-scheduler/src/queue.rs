@@ -43,6 +43,11 @@ struct Entry {
     version: u64,
 }
 
+/// An active pod in the heap: (queue key, arrival, version, pod key).
+type ActiveItem = (QueueKey, u64, u64, Box<str>);
+/// A backing-off pod in the heap: (backoff end, version, version, pod key).
+type BackoffItem = (Timestamp, u64, u64, Box<str>);
+
 /// A pod taken from the queue.
 #[derive(Debug, Clone)]
 pub struct QueuedPod {
@@ -59,8 +64,8 @@ pub struct SchedulingQueue {
     /// Keys of the entries in [`Place::Unschedulable`], so events only look
     /// at those pods.
     unschedulable: HashSet<Box<str>>,
-    active: BinaryHeap<Reverse<(QueueKey, u64, u64, Box<str>)>>,
-    backoff: BinaryHeap<Reverse<(Timestamp, u64, u64, Box<str>)>>,
+    active: BinaryHeap<Reverse<ActiveItem>>,
+    backoff: BinaryHeap<Reverse<BackoffItem>>,
     arrivals: u64,
     versions: u64,
     initial_backoff: Duration,
@@ -180,7 +185,12 @@ impl SchedulingQueue {
             })
             .map(|(k, _)| k.clone())
             .collect();
-        for name in moved {
+        // The set's order is random per process; sort so the pods go back
+        // in the same order on every run (their queue key, then name).
+        let mut moved: Vec<(QueueKey, Box<str>)> =
+            moved.into_iter().map(|k| (self.entries[&k].key, k)).collect();
+        moved.sort();
+        for (_, name) in moved {
             self.move_to_backoff_or_active(&name, now);
         }
     }

@@ -29,6 +29,7 @@ use rayon::prelude::*;
 use crate::binder::{BindCompletion, BindRequest, BindResult, Binder};
 use crate::cache::{Cache, CacheChange};
 use crate::config::{ConfigError, SchedulerConfig};
+use crate::equivalence::{CacheEntry, EquivalenceCache, pod_signature};
 use crate::explain::failure_message;
 use crate::framework::{
     BindOutcome, ClusterEvent, CycleContext, CycleState, EventKinds, Filter, NodeId, NodeInfo,
@@ -187,6 +188,9 @@ pub struct Stats {
     pub bound: u64,
     /// Binds that failed (the pod was forgotten and retried).
     pub bind_failures: u64,
+    /// Nodes run through the Filter and Score plugins, over all cycles (the
+    /// equivalence cache keeps this well below cycles × nodes).
+    pub node_evaluations: u64,
 }
 
 /// The scheduler.
@@ -205,6 +209,8 @@ pub struct Scheduler {
     in_flight: HashMap<Box<str>, InFlightBind>,
     waiting: HashMap<Box<str>, WaitingPod>,
     stats: Stats,
+    equivalence: EquivalenceCache,
+    use_equivalence: bool,
 }
 
 impl Scheduler {
@@ -242,7 +248,16 @@ impl Scheduler {
             in_flight: HashMap::new(),
             waiting: HashMap::new(),
             stats: Stats::default(),
+            equivalence: EquivalenceCache::default(),
+            use_equivalence: config.equivalence_cache.unwrap_or(true),
         })
+    }
+
+    /// Turns the equivalence cache on or off (on by default; decisions are
+    /// the same either way, only the time differs).
+    pub fn set_equivalence_cache(&mut self, on: bool) {
+        self.use_equivalence = on;
+        self.equivalence.invalidate();
     }
 
     /// Sets how much each cycle records about the nodes it saw.
@@ -510,8 +525,19 @@ impl Scheduler {
         ctx: &CycleContext,
         report: &mut CycleReport,
     ) -> Result<NodeId, (String, EventKinds, Option<String>)> {
-        let Scheduler { profiles, cache, scratch, state, explain, percentage, next_start, .. } =
-            self;
+        let Scheduler {
+            profiles,
+            cache,
+            scratch,
+            state,
+            explain,
+            percentage,
+            next_start,
+            equivalence,
+            use_equivalence,
+            stats,
+            ..
+        } = self;
         let profile = &profiles[profile_index];
         let nodes = cache.nodes();
         let n = nodes.len();
@@ -565,36 +591,116 @@ impl Scheduler {
 
         let want = num_feasible_nodes_to_find(n, *percentage);
         let tie_seed = info.tie_hash();
+        // Set when the fast path below already evaluated every node and
+        // found none feasible: the verdicts only need explaining.
+        let mut all_rejected = false;
         if want >= n && sum_in_pass && *explain == ExplainLevel::None {
             // Every node, no normalization, nothing to report per node: each
-            // chunk also finds its own best node, so nothing here is
-            // sequential in the number of nodes.
-            let (feasible, best) = evaluate(
-                ctx,
-                state,
-                info,
-                nodes,
-                &mut scratch.verdicts,
-                &mut scratch.scores,
-                &mut scratch.totals,
-                &filters,
-                &scorers,
-                columns,
-                true,
-                tie_seed,
-            );
-            if let Some((_, _, best)) = best {
+            // chunk also finds its own best node. With the equivalence
+            // cache, only the nodes that changed since an alike pod's cycle
+            // are evaluated again.
+            let signature = (*use_equivalence && profile.equivalence)
+                .then(|| pod_signature(profile_index, info));
+            let (entry, reusable) = match signature {
+                Some(sig) => {
+                    let entry = equivalence.entry(sig);
+                    let reusable = entry.epoch == cache.epoch() && entry.generations.len() == n;
+                    (Some(entry), reusable)
+                }
+                None => (None, false),
+            };
+            // Without the cache, the general buffers serve as the entry.
+            let mut uncached = None;
+            let entry = match entry {
+                Some(entry) => entry,
+                None => uncached.insert(CacheEntry::default()),
+            };
+            if signature.is_none() {
+                swap_buffers(entry, scratch);
+            }
+            entry.verdicts.resize(n, None);
+            entry.scores.resize(n * columns, 0);
+            entry.totals.resize(n, 0);
+            let stale: Vec<usize> = if reusable {
+                (0..n)
+                    .filter(|&i| {
+                        nodes[i].generation() != entry.generations[i]
+                            || entry.valid_until[i].is_some_and(|t| ctx.now >= t)
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            // Re-evaluating a node alone costs more than in a parallel pass;
+            // past a point, evaluate everything.
+            let (feasible, best) = if reusable && stale.len() <= (n / 8).max(64) {
+                stats.node_evaluations += stale.len() as u64;
+                for &i in &stale {
+                    evaluate(
+                        ctx,
+                        state,
+                        info,
+                        &nodes[i..=i],
+                        &mut entry.verdicts[i..=i],
+                        &mut entry.scores[i * columns..(i + 1) * columns],
+                        &mut entry.totals[i..=i],
+                        &filters,
+                        &scorers,
+                        columns,
+                        true,
+                        tie_seed,
+                    );
+                    entry.generations[i] = nodes[i].generation();
+                    entry.valid_until[i] = valid_until(profile, &nodes[i], ctx.now);
+                }
+                best_of(nodes, &entry.verdicts, &entry.totals, tie_seed)
+            } else {
+                stats.node_evaluations += n as u64;
+                let result = evaluate(
+                    ctx,
+                    state,
+                    info,
+                    nodes,
+                    &mut entry.verdicts,
+                    &mut entry.scores,
+                    &mut entry.totals,
+                    &filters,
+                    &scorers,
+                    columns,
+                    true,
+                    tie_seed,
+                );
+                if signature.is_some() {
+                    entry.epoch = cache.epoch();
+                    entry.generations.clear();
+                    entry.generations.extend(nodes.iter().map(NodeInfo::generation));
+                    entry.valid_until.clear();
+                    entry
+                        .valid_until
+                        .extend(nodes.iter().map(|node| valid_until(profile, node, ctx.now)));
+                }
+                result
+            };
+            let found = best.map(|(_, _, best)| {
+                let scores = plugin_scores(profile, &scorers, &entry.scores[best * columns..]);
+                (best, entry.totals[best], scores)
+            });
+            if found.is_none() || signature.is_none() {
+                // Give the general buffers back; when nothing is feasible,
+                // the general path below explains the verdicts, and the
+                // entry keeps nothing reusable.
+                swap_buffers(entry, scratch);
+                entry.generations.clear();
+            }
+            if let Some((best, total, scores)) = found {
                 report.evaluated_nodes = n;
                 report.feasible_nodes = feasible;
-                let scores = plugin_scores(profile, &scorers, &scratch.scores[best * columns..]);
-                report.outcome = Outcome::Scheduled {
-                    node: nodes[best].name().to_string(),
-                    total: scratch.totals[best],
-                    scores,
-                };
+                report.outcome =
+                    Outcome::Scheduled { node: nodes[best].name().to_string(), total, scores };
                 return Ok(nodes[best].id());
             }
             // No feasible node: the general path below explains why.
+            all_rejected = true;
         }
 
         let start = if want >= n { 0 } else { *next_start % n };
@@ -602,7 +708,7 @@ impl Scheduler {
         // until `want` feasible nodes are found; each round is one parallel
         // pass over at most two contiguous ranges.
         let round = if want >= n { n } else { want.max(512) };
-        let mut evaluated = 0;
+        let mut evaluated = if all_rejected { n } else { 0 };
         while evaluated < n && scratch.feasible.len() < want {
             let len = round.min(n - evaluated);
             let from = (start + evaluated) % n;
@@ -636,6 +742,7 @@ impl Scheduler {
                 }
             }
             evaluated += len;
+            stats.node_evaluations += len as u64;
         }
         // The nodes that count as looked at: up to the want-th feasible one
         // (a round may have evaluated more; their results are not used).
@@ -845,6 +952,11 @@ impl Scheduler {
 /// depends on how nodes were split into chunks.
 type Best = Option<(i64, u64, usize)>;
 
+/// One chunk's share of the buffers: (chunk index, (((verdicts, scores),
+/// totals), nodes)), as rayon's zips hand it over.
+type ChunkWork<'a> =
+    (usize, (((&'a mut [NodeVerdict], &'a mut [i64]), &'a mut [i64]), &'a [NodeInfo]));
+
 /// Filters and scores a batch of nodes in parallel chunks. Returns the
 /// number of feasible nodes and, when `sum_in_pass`, the best one
 /// (positions relative to `nodes`).
@@ -865,10 +977,7 @@ fn evaluate(
 ) -> (usize, Best) {
     let threads = rayon::current_num_threads().max(1);
     let chunk = nodes.len().div_ceil(threads * 2).max(64);
-    let work = |(index, (((verdicts, scores), totals), nodes)): (
-        usize,
-        (((&mut [NodeVerdict], &mut [i64]), &mut [i64]), &[NodeInfo]),
-    )| {
+    let work = |(index, (((verdicts, scores), totals), nodes)): ChunkWork<'_>| {
         verdicts.iter_mut().for_each(|v| *v = None);
         for (filter, plugin) in filters {
             filter.filter_nodes(ctx, state, pod, nodes, *plugin, verdicts);
@@ -907,6 +1016,43 @@ fn evaluate(
             .map(work)
             .reduce(|| (0, None), |a, b| (a.0 + b.0, a.1.max(b.1)))
     }
+}
+
+/// Exchanges a cache entry's result buffers with the general ones.
+fn swap_buffers(entry: &mut CacheEntry, scratch: &mut Scratch) {
+    std::mem::swap(&mut entry.verdicts, &mut scratch.verdicts);
+    std::mem::swap(&mut entry.scores, &mut scratch.scores);
+    std::mem::swap(&mut entry.totals, &mut scratch.totals);
+}
+
+/// When the cached results for `node` go stale by time: the earliest of
+/// the profile's Filter and Score plugins' [`Plugin::valid_until`].
+fn valid_until(profile: &Profile, node: &NodeInfo, now: Timestamp) -> Option<Timestamp> {
+    profile.filter_and_score.iter().filter_map(|&i| profile.plugins[i].valid_until(node, now)).min()
+}
+
+/// The number of feasible nodes and the best one, by the same order as
+/// [`evaluate`]: (total, tie-break hash, position).
+fn best_of(
+    nodes: &[NodeInfo],
+    verdicts: &[NodeVerdict],
+    totals: &[i64],
+    tie_seed: u64,
+) -> (usize, Best) {
+    let mut feasible = 0;
+    let mut top = i64::MIN;
+    for (verdict, &total) in verdicts.iter().zip(totals) {
+        if verdict.is_none() {
+            feasible += 1;
+            top = top.max(total);
+        }
+    }
+    // The hash is computed only for the nodes tied at the top.
+    let best = (0..nodes.len())
+        .filter(|&i| verdicts[i].is_none() && totals[i] == top)
+        .map(|i| (top, mix(tie_seed ^ nodes[i].name_hash()), i))
+        .max();
+    (feasible, best)
 }
 
 /// Σ weight × score over a node's columns (clamped to 0..=100 first, as

@@ -235,3 +235,173 @@ proptest! {
         prop_assert_eq!(&one, &run(3));
     }
 }
+
+fn metric(
+    node: &str,
+    cpu_milli: u32,
+    mem_gib: u32,
+    updated: Timestamp,
+) -> kolo_api::crd::NodeMetric {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "slo.koordinator.sh/v1alpha1",
+        "kind": "NodeMetric",
+        "metadata": {"name": node},
+        "spec": {},
+        "status": {
+            "updateTime": updated.to_string(),
+            "nodeMetric": {"nodeUsage": {"resources": {"cpu": format!("{cpu_milli}m"), "memory": format!("{mem_gib}Gi")}}},
+        }
+    }))
+    .unwrap()
+}
+
+/// Pod shapes for the equivalence property: replicas share a shape.
+fn shaped_pod(name: &str, shape: u8) -> Pod {
+    let (labels, cpu, memory, extra) = match shape % 4 {
+        0 => ("{koordinator.sh/qosClass: LS, app: web}", "500m", "1Gi", ""),
+        1 => (
+            "{koordinator.sh/qosClass: LS, app: api}",
+            "1500m",
+            "2Gi",
+            "  tolerations: [{key: dedicated, operator: Exists}]\n",
+        ),
+        2 => ("{app: batch}", "200m", "512Mi", "  nodeSelector: {zone: a}\n"),
+        _ => ("{koordinator.sh/qosClass: LSR, app: db}", "2", "4Gi", ""),
+    };
+    serde_saphyr::from_str(&format!(
+        "metadata: {{name: {name}, namespace: ns, uid: u-{name}, labels: {labels}}}\nspec:\n  schedulerName: kolo-scheduler\n{extra}  containers:\n  - name: c\n    resources:\n      requests: {{cpu: '{cpu}', memory: '{memory}'}}\n"
+    ))
+    .unwrap()
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    AddPods(u8, u8),
+    Schedule(u8),
+    Advance(u16),
+    Metric(usize, u32, u32),
+    DeleteMetric(usize),
+    DeletePod(prop::sample::Index),
+    Node(usize, u8),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        3 => (0u8..4, 1u8..4).prop_map(|(s, n)| Op::AddPods(s, n)),
+        4 => (1u8..6).prop_map(Op::Schedule),
+        1 => (0u16..200).prop_map(Op::Advance),
+        2 => (0usize..8, 0u32..8000, 0u32..32).prop_map(|(n, c, m)| Op::Metric(n, c, m)),
+        1 => (0usize..8).prop_map(Op::DeleteMetric),
+        1 => any::<prop::sample::Index>().prop_map(Op::DeletePod),
+        1 => (0usize..8, 0u8..4).prop_map(|(n, k)| Op::Node(n, k)),
+    ]
+}
+
+fn cluster_node(i: usize, variant: u8) -> Node {
+    let extra = match variant {
+        1 => "spec: {taints: [{key: dedicated, value: x, effect: NoSchedule}]}",
+        2 => "spec: {unschedulable: true}",
+        3 => "spec: {taints: [{key: soft, effect: PreferNoSchedule}]}",
+        _ => "",
+    };
+    let zone = if i.is_multiple_of(2) { "a" } else { "b" };
+    serde_saphyr::from_str(&format!(
+        "metadata: {{name: n{i}, labels: {{zone: {zone}}}}}\n{extra}\nstatus:\n  allocatable: {{cpu: '8', memory: 32Gi, pods: '110'}}\n  capacity: {{cpu: '8', memory: 32Gi, pods: '110'}}\n"
+    ))
+    .unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// The equivalence cache changes only the time a decision takes: with
+    /// it on and off, the same cluster changes, pods and times give the
+    /// same reports, through pod churn, NodeMetric updates and expiry, node
+    /// changes and taints.
+    #[test]
+    fn equivalence_cache_never_changes_a_decision(
+        nodes in 2usize..8,
+        ops in prop::collection::vec(op(), 1..60),
+    ) {
+        let run = |cache: bool| {
+            let mut s = scheduler(Arc::new(InMemoryBinder::new()), "{}");
+            s.set_equivalence_cache(cache);
+            let mut now = 0i64;
+            for i in 0..nodes {
+                s.apply_node(cluster_node(i, 0), t(now)).unwrap();
+                s.apply_node_metric(metric(&format!("n{i}"), (i as u32 * 1300) % 8000, 4, t(now)), t(now));
+            }
+            let mut reports = Vec::new();
+            let mut next = 0;
+            let mut placed: Vec<String> = Vec::new();
+            for op in &ops {
+                match op {
+                    Op::AddPods(shape, count) => {
+                        for _ in 0..*count {
+                            s.apply_pod(shaped_pod(&format!("p{next}"), *shape), t(now)).unwrap();
+                            next += 1;
+                        }
+                    }
+                    Op::Schedule(k) => {
+                        for _ in 0..*k {
+                            if let Some(r) = s.schedule_next(t(now)) {
+                                if matches!(r.outcome, Outcome::Scheduled { .. }) {
+                                    placed.push(r.pod.clone());
+                                }
+                                reports.push((now, r.pod, r.outcome, r.feasible_nodes));
+                            }
+                        }
+                    }
+                    Op::Advance(secs) => now += i64::from(*secs),
+                    Op::Metric(n, cpu, mem) => {
+                        if *n < nodes {
+                            s.apply_node_metric(metric(&format!("n{n}"), *cpu, *mem, t(now)), t(now));
+                        }
+                    }
+                    Op::DeleteMetric(n) => s.remove_node_metric(&format!("n{n}"), t(now)),
+                    Op::DeletePod(pick) => {
+                        if !placed.is_empty() {
+                            let key = placed.remove(pick.index(placed.len()));
+                            s.remove_pod(&key, t(now));
+                        }
+                    }
+                    Op::Node(n, variant) => {
+                        if *n < nodes {
+                            s.apply_node(cluster_node(*n, *variant), t(now)).unwrap();
+                        }
+                    }
+                }
+            }
+            reports
+        };
+        prop_assert_eq!(run(true), run(false));
+    }
+}
+
+#[test]
+fn equivalence_cache_reuses_results_for_replicas() {
+    // Same decisions with and without the cache over many replicas, with
+    // far fewer node evaluations.
+    let build = |cache: bool| {
+        let mut s = scheduler(Arc::new(InMemoryBinder::new()), "{}");
+        s.set_equivalence_cache(cache);
+        for i in 0..50 {
+            s.apply_node(cluster_node(i, 0), t(0)).unwrap();
+            s.apply_node_metric(metric(&format!("n{i}"), (i as u32 * 997) % 6000, 8, t(0)), t(0));
+        }
+        for i in 0..200 {
+            s.apply_pod(shaped_pod(&format!("p{i}"), (i % 7 == 0) as u8), t(0)).unwrap();
+        }
+        let decisions =
+            s.run_until_idle(t(10)).into_iter().map(|r| (r.pod, r.outcome)).collect::<Vec<_>>();
+        (decisions, s.stats().node_evaluations)
+    };
+    let (with, evaluated_with) = build(true);
+    let (without, evaluated_without) = build(false);
+    assert_eq!(with, without);
+    assert_eq!(evaluated_without, 200 * 50, "every node once per cycle");
+    // Two shapes alternate irregularly; each switch re-evaluates all 50
+    // nodes, each replica after the first only the node the previous one
+    // went to.
+    assert!(evaluated_with < evaluated_without / 4, "{evaluated_with}");
+}

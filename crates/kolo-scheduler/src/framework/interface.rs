@@ -82,6 +82,22 @@ pub trait Plugin: Send + Sync {
     fn as_event_handler(&mut self) -> Option<&mut dyn ClusterEventHandler> {
         None
     }
+    /// Whether this plugin's Filter and Score results for a node may be
+    /// reused for a pod with the same signature (see
+    /// [`crate::equivalence`]) while the node's generation is unchanged.
+    /// Only plugins that read nothing else may say yes; `false` by default.
+    fn supports_equivalence(&self) -> bool {
+        false
+    }
+
+    /// Until when, by the passage of time alone, this plugin's results for
+    /// `node` stay what they are at `now` (`None`: time does not change
+    /// them). Load-aware scheduling, for one, rejects nodes whose
+    /// NodeMetric expires.
+    fn valid_until(&self, _node: &NodeInfo, _now: Timestamp) -> Option<Timestamp> {
+        None
+    }
+
     /// The changes that may make a pod this plugin rejected schedulable: a
     /// pod it rejected waits until one happens (or until its retry period
     /// ends). All kinds by default.

@@ -182,6 +182,11 @@ impl NodeInfo {
         self.generation += 1;
     }
 
+    /// Marks the node changed (its NodeMetric changed).
+    pub(crate) fn touch(&mut self) {
+        self.generation += 1;
+    }
+
     /// Counts a pod on the node.
     pub(crate) fn add_pod(&mut self, pod: &PodInfo) {
         self.cold.requested = self.cold.requested.saturating_add(pod.view().requests());

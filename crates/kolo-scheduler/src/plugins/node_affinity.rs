@@ -78,6 +78,9 @@ impl Plugin for NodeAffinity {
     fn events_to_register(&self) -> EventKinds {
         EventKinds::NODE_ADD | EventKinds::NODE_UPDATE
     }
+    fn supports_equivalence(&self) -> bool {
+        true
+    }
 }
 
 fn compile_requirement(r: &NodeSelectorRequirement) -> Requirement {

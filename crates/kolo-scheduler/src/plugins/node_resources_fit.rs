@@ -273,6 +273,9 @@ impl Plugin for NodeResourcesFit {
     fn events_to_register(&self) -> EventKinds {
         EventKinds::NODE_ADD | EventKinds::NODE_UPDATE | EventKinds::POD_DELETE
     }
+    fn supports_equivalence(&self) -> bool {
+        true
+    }
 }
 
 impl PreFilter for NodeResourcesFit {
@@ -403,7 +406,8 @@ mod tests {
             ("kubernetes.io/batch-memory", "4Gi"),
         ];
         let used = [pod_info("u1", &[("cpu", "3"), ("memory", "2Gi")])];
-        let cases: Vec<(&str, PodInfo, Vec<PodInfo>, Result<(), &str>)> = vec![
+        type Case<'a> = (&'a str, PodInfo, Vec<PodInfo>, Result<(), &'a str>);
+        let cases: Vec<Case> = vec![
             ("fits", pod_info("p", &[("cpu", "1"), ("memory", "1Gi")]), used.to_vec(), Ok(())),
             (
                 "exactly full",

@@ -37,6 +37,9 @@ impl Plugin for NodeUnschedulable {
     fn events_to_register(&self) -> EventKinds {
         EventKinds::NODE_ADD | EventKinds::NODE_UPDATE
     }
+    fn supports_equivalence(&self) -> bool {
+        true
+    }
 }
 
 impl Filter for NodeUnschedulable {

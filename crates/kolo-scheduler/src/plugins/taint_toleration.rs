@@ -78,6 +78,9 @@ impl Plugin for TaintToleration {
     fn events_to_register(&self) -> EventKinds {
         EventKinds::NODE_ADD | EventKinds::NODE_UPDATE
     }
+    fn supports_equivalence(&self) -> bool {
+        true
+    }
 }
 
 impl PreFilter for TaintToleration {

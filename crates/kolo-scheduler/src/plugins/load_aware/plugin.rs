@@ -141,6 +141,16 @@ impl Plugin for LoadAwareScheduling {
             | EventKinds::NODE_ADD
             | EventKinds::NODE_UPDATE
     }
+    fn supports_equivalence(&self) -> bool {
+        true
+    }
+    fn valid_until(&self, node: &NodeInfo, now: Timestamp) -> Option<Timestamp> {
+        // Results change when the NodeMetric expires; once expired, they
+        // stay as they are until the next report (an event).
+        let updated = self.node(node)?.load.update_time()?;
+        let expires = updated.checked_add(self.cfg.expiration()).ok()?;
+        (now < expires).then_some(expires)
+    }
 }
 
 impl PreFilter for LoadAwareScheduling {

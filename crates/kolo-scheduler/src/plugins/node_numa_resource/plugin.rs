@@ -120,6 +120,9 @@ impl Plugin for NodeNUMAResource {
     fn events_to_register(&self) -> EventKinds {
         EventKinds::NODE_ADD | EventKinds::NODE_UPDATE | EventKinds::POD_DELETE
     }
+    fn supports_equivalence(&self) -> bool {
+        true
+    }
 }
 
 impl PreFilter for NodeNUMAResource {

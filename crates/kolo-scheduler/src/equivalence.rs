@@ -1,0 +1,176 @@
+//! The equivalence cache: reusing a node's Filter and Score results from
+//! one cycle to the next when nothing they depend on changed.
+//!
+//! Replicas of one workload are alike: same requests, tolerations,
+//! affinity, QoS and priority. For such a pod, a node's verdict and scores
+//! are the same as for the previous replica unless the node changed — a
+//! pod was added or removed there (the previous replica, usually), its
+//! NodeMetric was updated, the node object changed — or time made them
+//! stale (a NodeMetric expiring). So after the first replica the scheduler
+//! re-evaluates only the changed nodes and takes the best of all, instead
+//! of running every plugin on every node again. Decisions are identical to
+//! evaluating every node (a property test runs both side by side).
+//!
+//! What counts as "alike" is the [pod signature](pod_signature): a hash of
+//! everything about a pod that the in-tree plugins read. A plugin opts in
+//! with [`Plugin::supports_equivalence`](crate::framework::Plugin) only if
+//! its Filter and Score read nothing else of the pod, and of the cluster
+//! only the node's [`NodeInfo`](crate::framework::NodeInfo), its own state
+//! for that node (changed only through events about that node), and the
+//! time through [`Plugin::valid_until`](crate::framework::Plugin).
+//! Changes to the set of nodes or to any node object invalidate everything
+//! (plugins such as TaintToleration keep cluster-wide facts about nodes).
+
+use std::hash::{DefaultHasher, Hash, Hasher};
+
+use kolo_core::clock::Timestamp;
+
+use crate::framework::{NodeVerdict, PodInfo};
+
+/// How many pod shapes the cache keeps results for at once (enough for a
+/// few workloads whose replicas are interleaved in the queue).
+pub(crate) const CAPACITY: usize = 4;
+
+/// The results for one pod signature.
+#[derive(Debug, Default)]
+pub(crate) struct CacheEntry {
+    /// The pod signature the results are for.
+    pub signature: u64,
+    /// The cache's node epoch when the results were computed.
+    pub epoch: u64,
+    /// Per node position: its generation when its results were computed
+    /// (empty: nothing reusable).
+    pub generations: Vec<u64>,
+    /// Per node position: when its results go stale by time alone.
+    pub valid_until: Vec<Option<Timestamp>>,
+    /// Per node position: the verdict.
+    pub verdicts: Vec<NodeVerdict>,
+    /// Per node position × score plugin: the raw score.
+    pub scores: Vec<i64>,
+    /// Per node position: the weighted total.
+    pub totals: Vec<i64>,
+    last_used: u64,
+}
+
+/// Results for the last few pod signatures, least recently used evicted.
+#[derive(Debug, Default)]
+pub(crate) struct EquivalenceCache {
+    entries: Vec<CacheEntry>,
+    clock: u64,
+}
+
+impl EquivalenceCache {
+    /// Forgets everything.
+    pub fn invalidate(&mut self) {
+        self.entries.clear();
+    }
+
+    /// The entry for `signature`: its own if cached (its results may be
+    /// reusable), else a fresh or evicted one set to `signature` with
+    /// nothing reusable.
+    pub fn entry(&mut self, signature: u64) -> &mut CacheEntry {
+        self.clock += 1;
+        let index = match self.entries.iter().position(|e| e.signature == signature) {
+            Some(i) => i,
+            None if self.entries.len() < CAPACITY => {
+                self.entries.push(CacheEntry::default());
+                self.entries.len() - 1
+            }
+            None => {
+                let (i, _) =
+                    self.entries.iter().enumerate().min_by_key(|(_, e)| e.last_used).expect("full");
+                i
+            }
+        };
+        let entry = &mut self.entries[index];
+        if entry.signature != signature {
+            entry.signature = signature;
+            entry.generations.clear();
+        }
+        entry.last_used = self.clock;
+        entry
+    }
+}
+
+/// Writes into a hasher, so small parts of a pod can be hashed through
+/// their JSON form without allocating.
+struct HashWriter<'a>(&'a mut DefaultHasher);
+
+impl std::io::Write for HashWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The pod signature: a hash of what any in-tree plugin reads of a pod —
+/// requests and limits (and the spreading stand-ins), QoS and priority,
+/// labels and annotations, owner kinds, and the spec's tolerations, node
+/// selector, affinity, overhead and topology spread constraints — plus the
+/// profile. Names, UIDs and container images are left out, so replicas of
+/// a workload share a signature.
+pub(crate) fn pod_signature(profile: usize, pod: &PodInfo) -> u64 {
+    // SipHash with fixed keys: the same pod hashes the same in every run.
+    let mut h = DefaultHasher::new();
+    profile.hash(&mut h);
+    let view = pod.view();
+    view.scheduler_name().hash(&mut h);
+    view.requests().hash(&mut h);
+    view.limits().hash(&mut h);
+    pod.non_zero_requests().hash(&mut h);
+    view.qos().hash(&mut h);
+    view.kube_qos().hash(&mut h);
+    view.priority_class().hash(&mut h);
+    view.priority().hash(&mut h);
+    view.labels().hash(&mut h);
+    view.annotations().hash(&mut h);
+    let meta = &pod.pod().metadata;
+    for owner in meta.owner_references.iter().flatten() {
+        owner.kind.hash(&mut h);
+    }
+    if let Some(spec) = pod.pod().spec.as_ref() {
+        let mut w = HashWriter(&mut h);
+        // Serializing these small parts cannot fail.
+        let _ = serde_json::to_writer(&mut w, &spec.tolerations);
+        let _ = serde_json::to_writer(&mut w, &spec.node_selector);
+        let _ = serde_json::to_writer(&mut w, &spec.affinity);
+        let _ = serde_json::to_writer(&mut w, &spec.overhead);
+        let _ = serde_json::to_writer(&mut w, &spec.topology_spread_constraints);
+    }
+    h.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::pod_from_yaml;
+
+    fn sig(yaml: &str) -> u64 {
+        pod_signature(0, &PodInfo::new(pod_from_yaml(yaml)).unwrap())
+    }
+
+    #[test]
+    fn replicas_share_a_signature_and_differences_show() {
+        let base = "metadata: {name: a, uid: '1', labels: {app: web}}\nspec: {containers: [{name: c, image: x, resources: {requests: {cpu: '1'}}}]}";
+        let replica = "metadata: {name: b, uid: '2', labels: {app: web}}\nspec: {containers: [{name: c, image: y, resources: {requests: {cpu: '1'}}}]}";
+        assert_eq!(sig(base), sig(replica));
+        let different = [
+            "metadata: {name: a, labels: {app: web}}\nspec: {containers: [{name: c, resources: {requests: {cpu: '2'}}}]}",
+            "metadata: {name: a, labels: {app: db}}\nspec: {containers: [{name: c, resources: {requests: {cpu: '1'}}}]}",
+            "metadata: {name: a, labels: {app: web}, annotations: {x: y}}\nspec: {containers: [{name: c, resources: {requests: {cpu: '1'}}}]}",
+            "metadata: {name: a, labels: {app: web}}\nspec: {tolerations: [{operator: Exists}], containers: [{name: c, resources: {requests: {cpu: '1'}}}]}",
+            "metadata: {name: a, labels: {app: web}}\nspec: {nodeSelector: {z: a}, containers: [{name: c, resources: {requests: {cpu: '1'}}}]}",
+            "metadata: {name: a, labels: {app: web}, ownerReferences: [{apiVersion: apps/v1, kind: DaemonSet, name: d, uid: u}]}\nspec: {containers: [{name: c, resources: {requests: {cpu: '1'}}}]}",
+            // Same total, split differently: the spreading stand-ins differ.
+            "metadata: {name: a, labels: {app: web}}\nspec: {containers: [{name: c, resources: {requests: {cpu: '1'}}}, {name: d}]}",
+        ];
+        for other in different {
+            assert_ne!(sig(base), sig(other), "{other}");
+        }
+        let p = PodInfo::new(pod_from_yaml(base)).unwrap();
+        assert_ne!(pod_signature(0, &p), pod_signature(1, &p), "profiles differ");
+    }
+}
