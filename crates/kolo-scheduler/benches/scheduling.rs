@@ -9,9 +9,12 @@
 //!
 //! Run: `cargo bench -p kolo-scheduler --bench scheduling`
 //!
+//! Each shape runs with kolo's equivalence cache (the default) and, for the
+//! full-scoring shapes, without it, so the raw per-node cost is visible too.
+//!
 //! Before criterion's throughput figures, a timed pass per shape prints
 //! pods/s and the p50 / p99 / max per-pod cycle latency (criterion reports
-//! means, not tails).
+//! means, not tails). `KOLO_BENCH_SHAPES=name,name` limits the shapes.
 
 use std::collections::BTreeMap;
 use std::hint::black_box;
@@ -201,13 +204,22 @@ fn latency_report(shape: Shape) {
     );
 }
 
+/// The shapes to run (`KOLO_BENCH_SHAPES` filters by name).
+fn shapes() -> Vec<Shape> {
+    let only = std::env::var("KOLO_BENCH_SHAPES").ok();
+    SHAPES
+        .into_iter()
+        .filter(|s| only.as_deref().is_none_or(|o| o.split(',').any(|n| n == s.name)))
+        .collect()
+}
+
 fn benches(c: &mut Criterion) {
-    for shape in SHAPES {
+    for shape in shapes() {
         latency_report(shape);
     }
     let mut group = c.benchmark_group("schedule");
     group.sample_size(10).measurement_time(Duration::from_secs(20));
-    for shape in SHAPES {
+    for shape in shapes() {
         group.throughput(criterion::Throughput::Elements(shape.pods as u64));
         group.bench_function(shape.name, |b| {
             b.iter_batched(

@@ -77,6 +77,11 @@ pub struct Cache {
     metrics: HashMap<Box<str>, Arc<NodeMetric>>,
     /// Bumped whenever a node is added, removed or its object changes.
     epoch: u64,
+    /// Each node's generation and name hash, in `nodes` order: the
+    /// equivalence cache scans these for every pod, and a dense array of
+    /// numbers scans many times faster than the node structs.
+    generations: Vec<u64>,
+    name_hashes: Vec<u64>,
 }
 
 impl Cache {
@@ -96,9 +101,23 @@ impl Cache {
         self.nodes.get(pos as usize)
     }
 
-    fn node_mut(&mut self, id: NodeId) -> Option<&mut NodeInfo> {
-        let pos = *self.position.get(id.index())?;
-        self.nodes.get_mut(pos as usize)
+    /// Changes a node, keeping the dense generation array in step.
+    fn update<R>(&mut self, id: NodeId, f: impl FnOnce(&mut NodeInfo) -> R) -> Option<R> {
+        let pos = *self.position.get(id.index())? as usize;
+        let node = self.nodes.get_mut(pos)?;
+        let result = f(node);
+        self.generations[pos] = node.generation();
+        Some(result)
+    }
+
+    /// Every live node's generation, in [`nodes`](Self::nodes) order.
+    pub fn generations(&self) -> &[u64] {
+        &self.generations
+    }
+
+    /// Every live node's name hash, in [`nodes`](Self::nodes) order.
+    pub fn name_hashes(&self) -> &[u64] {
+        &self.name_hashes
     }
 
     /// Changes whenever a node is added, removed or its object changes
@@ -134,16 +153,17 @@ impl Cache {
         let mut changes = Vec::new();
         self.epoch += 1;
         if let Some(id) = self.by_name.get(view.name()).copied() {
-            if let Some(info) = self.node_mut(id) {
-                info.set_node(node, view);
-            }
+            self.update(id, |info| info.set_node(node, view));
             changes.push(CacheChange::NodeUpdated(id));
             return Ok(changes);
         }
         let id = NodeId(u32::try_from(self.position.len()).unwrap_or(u32::MAX));
         let name: Box<str> = view.name().into();
         self.position.push(self.nodes.len() as u32);
-        self.nodes.push(NodeInfo::new(id, node, view));
+        let info = NodeInfo::new(id, node, view);
+        self.generations.push(info.generation());
+        self.name_hashes.push(info.name_hash());
+        self.nodes.push(info);
         self.by_name.insert(name.clone(), id);
         changes.push(CacheChange::NodeAdded(id));
         if self.metrics.contains_key(&name) {
@@ -153,9 +173,7 @@ impl Cache {
             if let Some(cached) = self.pods.get_mut(&key) {
                 cached.node = Some(id);
                 let info = cached.info.clone();
-                if let Some(n) = self.node_mut(id) {
-                    n.add_pod(&info);
-                }
+                self.update(id, |n| n.add_pod(&info));
                 changes.push(CacheChange::PodAdded { pod: key, node: id });
             }
         }
@@ -182,6 +200,8 @@ impl Cache {
         }
         let pos = self.position[id.index()] as usize;
         self.nodes.swap_remove(pos);
+        self.generations.swap_remove(pos);
+        self.name_hashes.swap_remove(pos);
         if let Some(moved) = self.nodes.get(pos) {
             self.position[moved.id().index()] = pos as u32;
         }
@@ -198,9 +218,7 @@ impl Cache {
         let node = self.node_id(node_name);
         match node {
             Some(id) => {
-                if let Some(n) = self.node_mut(id) {
-                    n.add_pod(&info);
-                }
+                self.update(id, |n| n.add_pod(&info));
                 changes.push(CacheChange::PodAdded { pod: key.clone(), node: id });
             }
             None => self.waiting_for_node.entry(node_name.into()).or_default().push(key.clone()),
@@ -214,11 +232,12 @@ impl Cache {
     pub fn assume(&mut self, info: Arc<PodInfo>, node: NodeId) -> Vec<CacheChange> {
         let key: Box<str> = info.key().into();
         let mut changes = self.uncount(&key);
-        let Some(n) = self.node_mut(node) else {
+        let Some(node_name) = self.update(node, |n| {
+            n.add_pod(&info);
+            Box::<str>::from(n.name())
+        }) else {
             return changes;
         };
-        n.add_pod(&info);
-        let node_name: Box<str> = n.name().into();
         changes.push(CacheChange::PodAdded { pod: key.clone(), node });
         self.pods.insert(key, CachedPod { info, node_name, node: Some(node), assumed: true });
         changes
@@ -253,9 +272,7 @@ impl Cache {
             return Vec::new();
         };
         let info = cached.info.clone();
-        if let Some(n) = self.node_mut(node) {
-            n.remove_pod(&info);
-        }
+        self.update(node, |n| n.remove_pod(&info));
         vec![CacheChange::PodRemoved { pod: info, node }]
     }
 
@@ -264,8 +281,8 @@ impl Cache {
         let name: Box<str> = metric.metadata.name.as_deref().unwrap_or_default().into();
         self.metrics.insert(name.clone(), Arc::new(metric));
         let id = self.node_id(&name);
-        if let Some(n) = id.and_then(|id| self.node_mut(id)) {
-            n.touch();
+        if let Some(id) = id {
+            self.update(id, NodeInfo::touch);
         }
         id.map(CacheChange::NodeMetricUpdated).into_iter().collect()
     }
@@ -276,8 +293,8 @@ impl Cache {
             return Vec::new();
         }
         let id = self.node_id(name);
-        if let Some(n) = id.and_then(|id| self.node_mut(id)) {
-            n.touch();
+        if let Some(id) = id {
+            self.update(id, NodeInfo::touch);
         }
         id.map(CacheChange::NodeMetricRemoved).into_iter().collect()
     }

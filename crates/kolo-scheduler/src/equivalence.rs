@@ -43,6 +43,9 @@ pub(crate) struct CacheEntry {
     pub generations: Vec<u64>,
     /// Per node position: when its results go stale by time alone.
     pub valid_until: Vec<Option<Timestamp>>,
+    /// The earliest of `valid_until`: before it, no node needs a time
+    /// check at all.
+    pub earliest_expiry: Option<Timestamp>,
     /// Per node position: the verdict.
     pub verdicts: Vec<NodeVerdict>,
     /// Per node position × score plugin: the raw score.

@@ -622,10 +622,12 @@ impl Scheduler {
             entry.scores.resize(n * columns, 0);
             entry.totals.resize(n, 0);
             let stale: Vec<usize> = if reusable {
+                let generations = cache.generations();
+                let check_time = entry.earliest_expiry.is_some_and(|t| ctx.now >= t);
                 (0..n)
                     .filter(|&i| {
-                        nodes[i].generation() != entry.generations[i]
-                            || entry.valid_until[i].is_some_and(|t| ctx.now >= t)
+                        generations[i] != entry.generations[i]
+                            || check_time && entry.valid_until[i].is_some_and(|t| ctx.now >= t)
                     })
                     .collect()
             } else {
@@ -653,7 +655,10 @@ impl Scheduler {
                     entry.generations[i] = nodes[i].generation();
                     entry.valid_until[i] = valid_until(profile, &nodes[i], ctx.now);
                 }
-                best_of(nodes, &entry.verdicts, &entry.totals, tie_seed)
+                if !stale.is_empty() {
+                    entry.earliest_expiry = entry.valid_until.iter().flatten().min().copied();
+                }
+                best_of(cache.name_hashes(), &entry.verdicts, &entry.totals, tie_seed)
             } else {
                 stats.node_evaluations += n as u64;
                 let result = evaluate(
@@ -673,11 +678,12 @@ impl Scheduler {
                 if signature.is_some() {
                     entry.epoch = cache.epoch();
                     entry.generations.clear();
-                    entry.generations.extend(nodes.iter().map(NodeInfo::generation));
+                    entry.generations.extend_from_slice(cache.generations());
                     entry.valid_until.clear();
                     entry
                         .valid_until
                         .extend(nodes.iter().map(|node| valid_until(profile, node, ctx.now)));
+                    entry.earliest_expiry = entry.valid_until.iter().flatten().min().copied();
                 }
                 result
             };
@@ -1034,7 +1040,7 @@ fn valid_until(profile: &Profile, node: &NodeInfo, now: Timestamp) -> Option<Tim
 /// The number of feasible nodes and the best one, by the same order as
 /// [`evaluate`]: (total, tie-break hash, position).
 fn best_of(
-    nodes: &[NodeInfo],
+    name_hashes: &[u64],
     verdicts: &[NodeVerdict],
     totals: &[i64],
     tie_seed: u64,
@@ -1048,9 +1054,9 @@ fn best_of(
         }
     }
     // The hash is computed only for the nodes tied at the top.
-    let best = (0..nodes.len())
+    let best = (0..name_hashes.len())
         .filter(|&i| verdicts[i].is_none() && totals[i] == top)
-        .map(|i| (top, mix(tie_seed ^ nodes[i].name_hash()), i))
+        .map(|i| (top, mix(tie_seed ^ name_hashes[i]), i))
         .max();
     (feasible, best)
 }
