@@ -5,6 +5,7 @@
 
 mod crds;
 mod inspect;
+mod schedule;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -30,6 +31,48 @@ enum Command {
     Snapshot {
         #[command(subcommand)]
         command: SnapshotCommand,
+    },
+    /// What-if scheduling: place a snapshot's pending pods with kolo's
+    /// scheduler and explain each decision (nothing is written anywhere).
+    ///
+    /// Pending pods are pods without `spec.nodeName`, not terminated, whose
+    /// `schedulerName` is one of the configured profiles' (default
+    /// `kolo-scheduler`). Each gets one scheduling cycle, in queue order
+    /// (priority, then creation time); pods placed earlier count on their
+    /// nodes for later ones.
+    ///
+    /// The pods are scheduled as of `--now`, by default the newest NodeMetric
+    /// `status.updateTime` in the snapshot (so a dump is judged as of when it
+    /// was taken: load-aware scheduling treats metrics older than 180 s as
+    /// expired), else the system clock.
+    Schedule {
+        /// Snapshot files (YAML or JSON; `-` reads stdin). May repeat; the
+        /// files are merged.
+        #[arg(long = "snapshot", required = true, value_name = "FILE")]
+        snapshots: Vec<PathBuf>,
+        /// A KubeSchedulerConfiguration file (profiles, plugins, plugin
+        /// args); default: one `kolo-scheduler` profile with kolo's default
+        /// plugins.
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// Output format.
+        #[arg(short, long, value_enum, default_value_t = OutputFormat::Text)]
+        output: OutputFormat,
+        /// Schedule every pending pod, whatever its `schedulerName`, as if it
+        /// asked for the first profile.
+        #[arg(long)]
+        all: bool,
+        /// Also show the best N feasible nodes of each pod with their
+        /// per-plugin scores.
+        #[arg(long, value_name = "N", conflicts_with = "explain_all")]
+        explain: Option<usize>,
+        /// Also show every evaluated node of each pod: its filter verdict and
+        /// reason, and its scores when feasible.
+        #[arg(long)]
+        explain_all: bool,
+        /// The time to schedule at (RFC 3339, e.g. 2026-11-22T04:00:00Z).
+        #[arg(long, value_name = "RFC3339", value_parser = schedule::parse_now)]
+        now: Option<kolo_core::clock::Timestamp>,
     },
     /// Print kolo's version.
     Version,
@@ -69,9 +112,23 @@ fn main() -> ExitCode {
         Command::Snapshot { command: SnapshotCommand::Inspect { files, output } } => {
             inspect::run(&files, output, &mut std::io::stdout().lock())
         }
+        Command::Schedule { snapshots, config, output, all, explain, explain_all, now } => {
+            let options = schedule::Options {
+                files: snapshots,
+                config,
+                output,
+                all,
+                explain: schedule::explain_level(explain, explain_all),
+                now,
+            };
+            schedule::run(&options, &mut std::io::stdout().lock())
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader went away (`kolo schedule ... | head`): nothing left
+        // to tell anyone.
+        Err(CliError::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("kolo: {e}");
             ExitCode::FAILURE
@@ -85,6 +142,9 @@ enum CliError {
     /// The snapshot could not be loaded.
     #[error(transparent)]
     Snapshot(#[from] kolo_core::snapshot::SnapshotError),
+    /// `kolo schedule` could not run.
+    #[error(transparent)]
+    Schedule(#[from] schedule::ScheduleError),
     /// Output could not be written.
     #[error("writing output: {0}")]
     Io(#[from] std::io::Error),

@@ -1,0 +1,581 @@
+//! `kolo schedule`: what would kolo's scheduler do with the pending pods of a
+//! snapshot?
+//!
+//! The snapshot's nodes, NodeMetrics and assigned pods are fed to the real
+//! scheduler (the same [`Scheduler`] the `kolo scheduler` component runs,
+//! with an [`InMemoryBinder`]); every pending pod of one of the configured
+//! profiles then gets exactly one scheduling cycle, in queue order, and the
+//! report says where each pod went and why.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use kolo_core::clock::Timestamp;
+use kolo_core::snapshot::Snapshot;
+use kolo_scheduler::binder::InMemoryBinder;
+use kolo_scheduler::config::{ConfigError, SchedulerConfig};
+use kolo_scheduler::framework::PodInfo;
+use kolo_scheduler::plugins::{DEFAULT_PLUGINS, registry};
+use kolo_scheduler::scheduler::{
+    ApplyError, CycleReport, ExplainLevel, NodeReport, Outcome, Scheduler,
+};
+use serde::Serialize;
+
+use crate::{CliError, OutputFormat};
+
+/// What `kolo schedule` was asked to do.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Snapshot files (`-` is stdin), merged in order.
+    pub files: Vec<PathBuf>,
+    /// A `KubeSchedulerConfiguration` file; none means kolo's default
+    /// profile.
+    pub config: Option<PathBuf>,
+    /// Output format.
+    pub output: OutputFormat,
+    /// Schedule every pending pod, whatever its `schedulerName`, with the
+    /// first profile.
+    pub all: bool,
+    /// How much to report per node.
+    pub explain: ExplainLevel,
+    /// The time to schedule at; none means [`default_now`].
+    pub now: Option<Timestamp>,
+}
+
+/// Why `kolo schedule` could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ScheduleError {
+    /// The configuration file could not be read.
+    #[error("reading scheduler config {path}: {source}")]
+    ReadConfig {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The configuration file was refused (the error names the field).
+    #[error("{path}: {source}")]
+    Config {
+        /// The file, or `<default>` for the built-in configuration.
+        path: PathBuf,
+        /// What is wrong.
+        source: ConfigError,
+    },
+    /// The scheduler refused a node or pod of the snapshot (the error names
+    /// the object and field).
+    #[error("the scheduler refused {0}")]
+    Apply(#[from] ApplyError),
+}
+
+/// Where the scheduling time came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NowSource {
+    /// `--now`.
+    Flag,
+    /// The newest NodeMetric `status.updateTime` in the snapshot.
+    NodeMetric,
+    /// The machine's clock (the snapshot has no NodeMetric update time).
+    SystemClock,
+}
+
+impl NowSource {
+    fn describe(self) -> &'static str {
+        match self {
+            NowSource::Flag => "--now",
+            NowSource::NodeMetric => "newest NodeMetric updateTime",
+            NowSource::SystemClock => "system clock",
+        }
+    }
+}
+
+/// The time a snapshot is evaluated at when `--now` is not given: the
+/// newest NodeMetric `status.updateTime`, so a dump is judged as of when it
+/// was taken (LoadAwareScheduling treats metrics older than its expiration,
+/// 180 s by default, as expired, which would make every old dump look
+/// stale); `None` when no NodeMetric has an update time.
+pub fn default_now(snapshot: &Snapshot) -> Option<Timestamp> {
+    snapshot
+        .node_metrics
+        .iter()
+        .filter_map(|m| m.status.as_ref()?.update_time.as_ref().map(|t| t.0))
+        .max()
+}
+
+/// The report of a run (the JSON output, as documented in `docs/cli.md`).
+#[derive(Debug, Serialize, PartialEq)]
+pub struct Report {
+    /// The time the pods were scheduled at (RFC 3339).
+    pub now: String,
+    /// One entry per pending pod, in the order they were scheduled.
+    pub pods: Vec<PodResult>,
+    /// Counts.
+    pub summary: Summary,
+}
+
+/// Where one pod went.
+#[derive(Debug, Serialize, PartialEq)]
+pub struct PodResult {
+    /// `namespace/name`.
+    pub pod: String,
+    /// The chosen node; `null` if none.
+    pub node: Option<String>,
+    /// Why the pod was not scheduled (kube-scheduler's wording); `null` if
+    /// it was.
+    pub message: Option<String>,
+    /// The chosen node's weighted total score.
+    pub total: Option<i64>,
+    /// The chosen node's per-plugin scores (normalized, before weights).
+    pub scores: BTreeMap<&'static str, i64>,
+    /// Per-node details with `--explain` / `--explain-all`; empty otherwise.
+    pub nodes: Vec<NodeResult>,
+}
+
+/// One node as a pod's cycle saw it.
+#[derive(Debug, Serialize, PartialEq)]
+pub struct NodeResult {
+    /// The node.
+    pub node: String,
+    /// Whether it passed every filter.
+    pub feasible: bool,
+    /// Why not (empty when feasible).
+    pub reasons: Vec<String>,
+    /// The filter plugin that rejected it.
+    pub rejected_by: Option<&'static str>,
+    /// Per-plugin scores, feasible nodes only.
+    pub scores: BTreeMap<&'static str, i64>,
+    /// Weighted total, feasible nodes only.
+    pub total: Option<i64>,
+}
+
+/// Counts over the run.
+#[derive(Debug, Serialize, PartialEq)]
+pub struct Summary {
+    /// Pods that got a scheduling cycle.
+    pub pods: usize,
+    /// Of those, placed on a node.
+    pub scheduled: usize,
+    /// Of those, not placed (no node fits, or an error).
+    pub unschedulable: usize,
+    /// Pending pods left alone because their `schedulerName` is not one of
+    /// the profiles' (`--all` schedules them too).
+    pub skipped: usize,
+}
+
+/// A finished run: the report plus what only the table shows.
+#[derive(Debug)]
+pub struct Run {
+    /// The report.
+    pub report: Report,
+    /// Where `now` came from.
+    pub now_source: NowSource,
+    /// Nodes in the snapshot.
+    pub nodes: usize,
+    /// Wall time of the scheduling cycles alone.
+    pub elapsed: std::time::Duration,
+}
+
+/// Loads the snapshot files and the configuration, schedules, prints.
+pub fn run(options: &Options, out: &mut impl Write) -> Result<(), CliError> {
+    let config = match &options.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|source| ScheduleError::ReadConfig { path: path.clone(), source })?;
+            SchedulerConfig::from_yaml(&text)
+                .map_err(|source| ScheduleError::Config { path: path.clone(), source })?
+        }
+        None => SchedulerConfig::default(),
+    };
+    let mut snapshot = Snapshot::default();
+    for file in &options.files {
+        snapshot.add_file(file)?;
+    }
+    let run = schedule(snapshot, &config, options)?;
+    match options.output {
+        OutputFormat::Json => {
+            serde_json::to_writer_pretty(&mut *out, &run.report).map_err(|e| {
+                match e.io_error_kind() {
+                    Some(kind) => CliError::Io(kind.into()),
+                    None => CliError::Serialize(e.to_string()),
+                }
+            })?;
+            writeln!(out)?;
+        }
+        OutputFormat::Text => write_table(&run, out)?,
+    }
+    Ok(())
+}
+
+/// Schedules the snapshot's pending pods: one cycle each, in queue order.
+pub fn schedule(
+    snapshot: Snapshot,
+    config: &SchedulerConfig,
+    options: &Options,
+) -> Result<Run, ScheduleError> {
+    let (now, now_source) = match (options.now, default_now(&snapshot)) {
+        (Some(now), _) => (now, NowSource::Flag),
+        (None, Some(now)) => (now, NowSource::NodeMetric),
+        (None, None) => (Timestamp::now(), NowSource::SystemClock),
+    };
+    let config_path = || options.config.clone().unwrap_or_else(|| PathBuf::from("<default>"));
+    let mut scheduler =
+        Scheduler::new(config, &registry(), DEFAULT_PLUGINS, Arc::new(InMemoryBinder::new()))
+            .map_err(|source| ScheduleError::Config { path: config_path(), source })?;
+    scheduler.set_explain(options.explain);
+    let first_profile = scheduler.profiles()[0].scheduler_name().to_string();
+
+    let nodes = snapshot.nodes.len();
+    // Nodes first, then their metrics, then pods: the cache counts an
+    // assigned pod on its node as it arrives, and the load-aware plugin
+    // judges assigned pods against the metric it already holds.
+    for node in snapshot.nodes {
+        scheduler.apply_node(node.object, now)?;
+    }
+    for metric in snapshot.node_metrics {
+        scheduler.apply_node_metric(metric, now);
+    }
+    let mut skipped = 0;
+    let mut pending = Vec::new();
+    for pod in snapshot.pods {
+        let view = &pod.view;
+        if view.is_terminated() {
+            continue;
+        }
+        if view.is_assigned() {
+            let info = PodInfo::from_parts(Arc::new(pod.object), pod.view);
+            scheduler.apply_pod_info(Arc::new(info), now);
+            continue;
+        }
+        let mut info = PodInfo::from_parts(Arc::new(pod.object), pod.view);
+        if scheduler.profile_for(&info).is_none() {
+            if !options.all {
+                skipped += 1;
+                continue;
+            }
+            // `--all`: the pod is scheduled as if it had asked for the first
+            // profile; object and view must agree on that.
+            let mut object = info.pod().clone();
+            object.spec.get_or_insert_with(Default::default).scheduler_name =
+                Some(first_profile.clone());
+            let view = info.view().clone().with_scheduler_name(&first_profile);
+            info = PodInfo::from_parts(Arc::new(object), view);
+        }
+        pending.push(Arc::new(info));
+    }
+    // Pending pods last, so the first cycle already sees every assigned pod.
+    for info in pending {
+        scheduler.apply_pod_info(info, now);
+    }
+
+    // Time stands still at `now`, so a pod that fails is put back to wait
+    // for its backoff (at least 1 s, the config refuses less) or for a
+    // cluster event and is not popped again: every pod gets exactly one
+    // cycle, and pods placed earlier count on their nodes for later ones.
+    let started = Instant::now();
+    let reports = scheduler.run_until_idle(now);
+    let elapsed = started.elapsed();
+
+    let pods: Vec<PodResult> = reports.into_iter().map(pod_result).collect();
+    let scheduled = pods.iter().filter(|p| p.node.is_some()).count();
+    let summary =
+        Summary { pods: pods.len(), scheduled, unschedulable: pods.len() - scheduled, skipped };
+    Ok(Run { report: Report { now: now.to_string(), pods, summary }, now_source, nodes, elapsed })
+}
+
+fn pod_result(report: CycleReport) -> PodResult {
+    let nodes = report.nodes.into_iter().map(node_result).collect();
+    let mut result = PodResult {
+        pod: report.pod,
+        node: None,
+        message: None,
+        total: None,
+        scores: BTreeMap::new(),
+        nodes,
+    };
+    match report.outcome {
+        Outcome::Scheduled { node, total, scores } => {
+            result.node = Some(node);
+            result.total = Some(total);
+            result.scores = scores;
+        }
+        Outcome::Waiting { node } => {
+            // A Permit plugin holds the pod on its node; it is placed as far
+            // as this run goes, so the node is reported with the reason.
+            result.message = Some(format!("reserved on {node}, waiting for a Permit plugin"));
+            result.node = Some(node);
+        }
+        Outcome::Unschedulable { message, nominated } => {
+            result.message = Some(match nominated {
+                Some(node) => format!("{message} (nominated node: {node})"),
+                None => message,
+            });
+        }
+        Outcome::Failed { message } => result.message = Some(format!("error: {message}")),
+    }
+    result
+}
+
+fn node_result(report: NodeReport) -> NodeResult {
+    NodeResult {
+        node: report.node,
+        feasible: report.feasible,
+        reasons: report.reasons,
+        rejected_by: report.rejected_by,
+        scores: report.scores,
+        total: report.total,
+    }
+}
+
+/// `A=1 B=2`.
+fn compact_scores(scores: &BTreeMap<&'static str, i64>) -> String {
+    scores.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+}
+
+/// Writes the run as a table: a header with the time used, one row per
+/// pod, the explain sections indented under their pod, and a summary line.
+pub fn write_table(run: &Run, out: &mut impl Write) -> std::io::Result<()> {
+    let report = &run.report;
+    writeln!(
+        out,
+        "Scheduling {} pending pod(s) on {} node(s) at {} ({})",
+        report.summary.pods,
+        run.nodes,
+        report.now,
+        run.now_source.describe()
+    )?;
+    if report.summary.skipped > 0 {
+        writeln!(
+            out,
+            "Skipped {} pending pod(s) of other schedulers (--all schedules them too)",
+            report.summary.skipped
+        )?;
+    }
+    writeln!(out)?;
+    let pod_width = report.pods.iter().map(|p| p.pod.len()).max().unwrap_or(0).max(3);
+    let node_width =
+        report.pods.iter().map(|p| p.node.as_deref().map_or(6, str::len)).max().unwrap_or(0).max(6);
+    writeln!(out, "{:<pod_width$}  {:<node_width$}  {:>5}  DETAILS", "POD", "NODE", "SCORE")?;
+    for pod in &report.pods {
+        let node = pod.node.as_deref().unwrap_or("<none>");
+        let score = pod.total.map_or("-".to_string(), |t| t.to_string());
+        let details = match &pod.message {
+            Some(message) => message.clone(),
+            None => compact_scores(&pod.scores),
+        };
+        writeln!(out, "{:<pod_width$}  {node:<node_width$}  {score:>5}  {details}", pod.pod)?;
+        write_nodes(&pod.nodes, out)?;
+    }
+    writeln!(out)?;
+    let s = &report.summary;
+    let ms = run.elapsed.as_secs_f64() * 1000.0;
+    let rate = if run.elapsed.is_zero() {
+        "-".to_string()
+    } else {
+        format!("{:.0}", s.pods as f64 / run.elapsed.as_secs_f64())
+    };
+    writeln!(
+        out,
+        "{} pods: {} scheduled, {} unschedulable; evaluated in {ms:.1} ms ({rate} pods/s)",
+        s.pods, s.scheduled, s.unschedulable
+    )
+}
+
+/// The explain section under a pod: one line per node.
+fn write_nodes(nodes: &[NodeResult], out: &mut impl Write) -> std::io::Result<()> {
+    let width = nodes.iter().map(|n| n.node.len()).max().unwrap_or(0);
+    for node in nodes {
+        let name = &node.node;
+        if node.feasible {
+            let total = node.total.map_or("-".to_string(), |t| t.to_string());
+            writeln!(out, "    {name:<width$}  total={total}  {}", compact_scores(&node.scores))?;
+        } else {
+            let by = node.rejected_by.unwrap_or("?");
+            writeln!(out, "    {name:<width$}  rejected by {by}: {}", node.reasons.join("; "))?;
+        }
+    }
+    Ok(())
+}
+
+/// Parses `--now` (RFC 3339, e.g. `2026-11-22T04:00:00Z`).
+pub fn parse_now(text: &str) -> Result<Timestamp, String> {
+    text.parse::<Timestamp>().map_err(|e| format!("not an RFC 3339 time: {e}"))
+}
+
+/// The `--explain N` / `--explain-all` flags as an [`ExplainLevel`].
+pub fn explain_level(top: Option<usize>, all: bool) -> ExplainLevel {
+    match (all, top) {
+        (true, _) => ExplainLevel::All,
+        (false, Some(n)) => ExplainLevel::Top(n),
+        (false, None) => ExplainLevel::None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(text: &str) -> Timestamp {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn default_now_is_the_newest_node_metric_update_time() {
+        let metric = |name: &str, time: Option<&str>| {
+            let status = match time {
+                Some(t) => format!("status: {{updateTime: \"{t}\"}}"),
+                None => "status: {}".to_string(),
+            };
+            format!(
+                "apiVersion: slo.koordinator.sh/v1alpha1\nkind: NodeMetric\nmetadata: {{name: {name}}}\nspec: {{}}\n{status}\n"
+            )
+        };
+        let cases: &[(&[(&str, Option<&str>)], Option<&str>)] = &[
+            (&[], None),
+            (&[("a", None)], None),
+            (
+                &[
+                    ("a", Some("2026-11-22T03:55:00Z")),
+                    ("b", Some("2026-11-22T04:00:00Z")),
+                    ("c", None),
+                    ("d", Some("2026-11-22T03:59:59Z")),
+                ],
+                Some("2026-11-22T04:00:00Z"),
+            ),
+        ];
+        for (metrics, want) in cases {
+            let text: Vec<String> = metrics.iter().map(|(n, t)| metric(n, *t)).collect();
+            let snapshot = Snapshot::parse(&text.join("---\n"), "test").unwrap();
+            assert_eq!(default_now(&snapshot), want.map(at), "{metrics:?}");
+        }
+    }
+
+    #[test]
+    fn flags_and_times() {
+        assert_eq!(explain_level(None, false), ExplainLevel::None);
+        assert_eq!(explain_level(Some(3), false), ExplainLevel::Top(3));
+        assert_eq!(explain_level(None, true), ExplainLevel::All);
+        assert_eq!(parse_now("2026-11-22T04:00:00Z"), Ok(at("2026-11-22T04:00:00Z")));
+        assert_eq!(parse_now("2026-11-22T05:00:00+01:00"), Ok(at("2026-11-22T04:00:00Z")));
+        assert!(parse_now("2026-11-22").unwrap_err().starts_with("not an RFC 3339 time"));
+    }
+
+    #[test]
+    fn outcomes_become_results() {
+        let scores = BTreeMap::from([("NodeResourcesFit", 70)]);
+        let cases = [
+            (
+                Outcome::Scheduled { node: "n1".into(), total: 70, scores: scores.clone() },
+                (Some("n1"), None, Some(70), scores.clone()),
+            ),
+            (
+                Outcome::Waiting { node: "n2".into() },
+                (
+                    Some("n2"),
+                    Some("reserved on n2, waiting for a Permit plugin"),
+                    None,
+                    BTreeMap::new(),
+                ),
+            ),
+            (
+                Outcome::Unschedulable {
+                    message: "0/1 nodes are available: x.".into(),
+                    nominated: None,
+                },
+                (None, Some("0/1 nodes are available: x."), None, BTreeMap::new()),
+            ),
+            (
+                Outcome::Unschedulable {
+                    message: "0/1 nodes are available: x.".into(),
+                    nominated: Some("n3".into()),
+                },
+                (
+                    None,
+                    Some("0/1 nodes are available: x. (nominated node: n3)"),
+                    None,
+                    BTreeMap::new(),
+                ),
+            ),
+            (
+                Outcome::Failed { message: "boom".into() },
+                (None, Some("error: boom"), None, BTreeMap::new()),
+            ),
+        ];
+        for (outcome, (node, message, total, scores)) in cases {
+            let report = CycleReport {
+                pod: "ns/p".into(),
+                outcome: outcome.clone(),
+                evaluated_nodes: 1,
+                feasible_nodes: 1,
+                nodes: Vec::new(),
+            };
+            let got = pod_result(report);
+            assert_eq!(got.node.as_deref(), node, "{outcome:?}");
+            assert_eq!(got.message.as_deref(), message, "{outcome:?}");
+            assert_eq!((got.total, &got.scores), (total, &scores), "{outcome:?}");
+        }
+    }
+
+    #[test]
+    fn the_table_aligns_rows_and_indents_node_lines() {
+        let run = Run {
+            report: Report {
+                now: "2026-11-22T04:00:00Z".into(),
+                pods: vec![
+                    PodResult {
+                        pod: "ns/a-long-pod-name".into(),
+                        node: Some("n1".into()),
+                        message: None,
+                        total: Some(191),
+                        scores: BTreeMap::from([("A", 74), ("B", 81)]),
+                        nodes: vec![
+                            NodeResult {
+                                node: "n1".into(),
+                                feasible: true,
+                                reasons: vec![],
+                                rejected_by: None,
+                                scores: BTreeMap::from([("A", 74), ("B", 81)]),
+                                total: Some(191),
+                            },
+                            NodeResult {
+                                node: "node-22".into(),
+                                feasible: false,
+                                reasons: vec!["Insufficient cpu".into()],
+                                rejected_by: Some("NodeResourcesFit"),
+                                scores: BTreeMap::new(),
+                                total: None,
+                            },
+                        ],
+                    },
+                    PodResult {
+                        pod: "ns/b".into(),
+                        node: None,
+                        message: Some("0/2 nodes are available: 2 Insufficient cpu.".into()),
+                        total: None,
+                        scores: BTreeMap::new(),
+                        nodes: vec![],
+                    },
+                ],
+                summary: Summary { pods: 2, scheduled: 1, unschedulable: 1, skipped: 0 },
+            },
+            now_source: NowSource::Flag,
+            nodes: 2,
+            elapsed: std::time::Duration::from_millis(4),
+        };
+        let mut out = Vec::new();
+        write_table(&run, &mut out).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "Scheduling 2 pending pod(s) on 2 node(s) at 2026-11-22T04:00:00Z (--now)\n\
+             \n\
+             POD                 NODE    SCORE  DETAILS\n\
+             ns/a-long-pod-name  n1        191  A=74 B=81\n\
+             \x20   n1       total=191  A=74 B=81\n\
+             \x20   node-22  rejected by NodeResourcesFit: Insufficient cpu\n\
+             ns/b                <none>      -  0/2 nodes are available: 2 Insufficient cpu.\n\
+             \n\
+             2 pods: 1 scheduled, 1 unschedulable; evaluated in 4.0 ms (500 pods/s)\n"
+        );
+    }
+}
