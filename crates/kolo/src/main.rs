@@ -96,7 +96,8 @@ enum SnapshotCommand {
 /// How a command prints its result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum OutputFormat {
-    /// A table for people.
+    /// A table for people (`-o table` works too).
+    #[value(alias = "table")]
     Text,
     /// JSON for programs.
     Json,

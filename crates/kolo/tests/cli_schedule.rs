@@ -583,3 +583,28 @@ fn a_generated_5000_node_cluster() {
         "0/5000 nodes are available: 4286 Insufficient cpu, 714 node(s) had untolerated taint {dedicated: infra}."
     );
 }
+
+#[test]
+fn table_is_an_alias_of_text() {
+    let out = |format: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_kolo"))
+            .args([
+                "schedule",
+                "--snapshot",
+                concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/pending-pods.yaml"),
+                "-o",
+                format,
+            ])
+            .output()
+            .unwrap()
+    };
+    let table = out("table");
+    assert!(table.status.success(), "{}", String::from_utf8_lossy(&table.stderr));
+    let text = out("text");
+    // The run time in the summary differs; everything above it is equal.
+    let body = |o: &std::process::Output| {
+        let s = String::from_utf8_lossy(&o.stdout).into_owned();
+        s.lines().filter(|l| !l.contains("evaluated in")).collect::<Vec<_>>().join("\n")
+    };
+    assert_eq!(body(&table), body(&text));
+}
