@@ -405,3 +405,84 @@ fn equivalence_cache_reuses_results_for_replicas() {
     // went to.
     assert!(evaluated_with < evaluated_without / 4, "{evaluated_with}");
 }
+
+/// A node with a CPU topology annotation: 1 socket, 2 NUMA nodes, 4 cores
+/// per NUMA node, 2 threads per core (CPUs 2k and 2k+1 share core k).
+fn numa_node(name: &str) -> Node {
+    let detail: Vec<String> = (0..16)
+        .map(|cpu| {
+            format!("{{\"id\":{cpu},\"core\":{},\"socket\":0,\"node\":{}}}", cpu / 2, cpu / 8)
+        })
+        .collect();
+    let topology = format!("{{\"detail\":[{}]}}", detail.join(","));
+    serde_saphyr::from_str(&format!(
+        "metadata:\n  name: {name}\n  annotations:\n    node.koordinator.sh/cpu-topology: '{topology}'\nstatus:\n  allocatable: {{cpu: '16', memory: 64Gi, pods: '110'}}\n  capacity: {{cpu: '16', memory: 64Gi, pods: '110'}}\n"
+    ))
+    .unwrap()
+}
+
+fn lsr_pod(name: &str, cpus: u32) -> Pod {
+    serde_saphyr::from_str(&format!(
+        "metadata: {{name: {name}, namespace: ns, uid: u-{name}, labels: {{koordinator.sh/qosClass: LSR}}}}\nspec:\n  schedulerName: kolo-scheduler\n  containers:\n  - name: c\n    resources:\n      requests: {{cpu: '{cpus}', memory: 1Gi}}\n      limits: {{cpu: '{cpus}', memory: 1Gi}}\n"
+    ))
+    .unwrap()
+}
+
+#[test]
+fn lsr_pods_get_disjoint_full_core_cpusets_written_at_prebind() {
+    let binder = Arc::new(InMemoryBinder::new());
+    let mut s = scheduler(binder.clone(), "{}");
+    s.apply_node(numa_node("numa-1"), t(0)).unwrap();
+    s.apply_pod(lsr_pod("db-0", 4), t(0)).unwrap();
+    s.apply_pod(lsr_pod("db-1", 4), t(0)).unwrap();
+    // Not a multiple of whole CPUs: refused before any node is tried.
+    s.apply_pod(lsr_pod("odd", 0), t(0)).unwrap();
+    let reports = s.run_until_idle(t(0));
+    assert_eq!(node_of(&reports[0].outcome), Some("numa-1"), "{reports:?}");
+    assert_eq!(node_of(&reports[1].outcome), Some("numa-1"), "{reports:?}");
+    let status = |i: usize| -> serde_json::Value {
+        let b = &binder.bindings()[i];
+        serde_json::from_str(&b.annotations["scheduling.koordinator.sh/resource-status"]).unwrap()
+    };
+    let (a, b) = (status(0), status(1));
+    // FullPCPUs (the default bind policy): two whole cores each, on one
+    // NUMA node (LeastAllocated spreads the second pod to the other one).
+    assert_eq!(a["cpuset"], "0-3", "{a}");
+    assert_eq!(b["cpuset"], "8-11", "{b}");
+    // Bound pods keep their CPUs: a pod that needs more than what is left
+    // in whole cores fits nowhere.
+    s.apply_pod(lsr_pod("db-2", 10), t(1)).unwrap();
+    let report = s.schedule_next(t(1)).unwrap();
+    assert!(matches!(report.outcome, Outcome::Unschedulable { .. }), "{report:?}");
+}
+
+#[test]
+fn hot_nodes_are_filtered_by_load() {
+    let mut s = scheduler(Arc::new(InMemoryBinder::new()), "{}");
+    s.apply_node(node("hot", "8", "32Gi", ""), t(0)).unwrap();
+    s.apply_node(node("cool", "8", "32Gi", ""), t(0)).unwrap();
+    // 7 of 8 CPUs used: 87.5% → 88% > 65%.
+    s.apply_node_metric(metric("hot", 7000, 4, t(0)), t(0));
+    s.apply_node_metric(metric("cool", 1000, 4, t(0)), t(0));
+    s.apply_pod(pod("p", "100m", "100Mi"), t(10)).unwrap();
+    assert_eq!(node_of(&s.schedule_next(t(10)).unwrap().outcome), Some("cool"));
+    s.remove_node("cool", t(10));
+    s.apply_pod(pod("q", "100m", "100Mi"), t(10)).unwrap();
+    let report = s.schedule_next(t(10)).unwrap();
+    assert_eq!(
+        report.outcome,
+        Outcome::Unschedulable {
+            message: "0/1 nodes are available: 1 node(s) cpu usage exceed threshold.".into(),
+            nominated: None
+        }
+    );
+    // The metric expires after 180 s: an expired metric rejects the node
+    // too (filterExpiredNodeMetrics, the default).
+    s.apply_node_metric(metric("hot", 100, 1, t(0)), t(200));
+    s.apply_pod(pod("r", "100m", "100Mi"), t(200)).unwrap();
+    let report = s.schedule_next(t(200)).unwrap();
+    assert!(
+        matches!(&report.outcome, Outcome::Unschedulable { message, .. } if message.contains("nodeMetric expired")),
+        "{report:?}"
+    );
+}

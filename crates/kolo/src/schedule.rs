@@ -431,7 +431,9 @@ mod tests {
                 "apiVersion: slo.koordinator.sh/v1alpha1\nkind: NodeMetric\nmetadata: {{name: {name}}}\nspec: {{}}\n{status}\n"
             )
         };
-        let cases: &[(&[(&str, Option<&str>)], Option<&str>)] = &[
+        // (metrics as (node, updateTime), expected now)
+        type Case<'a> = (&'a [(&'a str, Option<&'a str>)], Option<&'a str>);
+        let cases: &[Case] = &[
             (&[], None),
             (&[("a", None)], None),
             (

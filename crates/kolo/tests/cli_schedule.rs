@@ -83,7 +83,9 @@ const NO_CPU: &str = "0/4 nodes are available: 3 Insufficient cpu, 1 node(s) had
 const NO_BATCH_CPU: &str = "0/4 nodes are available: 3 Insufficient batch-cpu, 1 node(s) had untolerated taint {dedicated: gpu}.";
 
 /// (pod, node, total, message), in queue order.
-const EXPECTED: &[(&str, Option<&str>, Option<i64>, Option<&str>)] = &[
+/// (pod, node, total, message)
+type Expected = (&'static str, Option<&'static str>, Option<i64>, Option<&'static str>);
+const EXPECTED: &[Expected] = &[
     ("shop/web-1", Some("node-a"), Some(546), None),
     ("shop/web-2", Some("node-a"), Some(531), None),
     ("ml/trainer-0", Some("node-c"), Some(524), None),
@@ -207,7 +209,8 @@ fn explain_all_gives_every_nodes_verdict() {
     const EXPIRED: &str = "node(s) nodeMetric expired (nodeMetric expired)";
     // (pod, node, rejected_by, reason) for every node in evaluation order;
     // rejected_by None means feasible.
-    let cases: &[(&str, [(&str, Option<&str>, &str); 4])] = &[
+    type Row<'a> = (&'a str, Option<&'a str>, &'a str);
+    let cases: &[(&str, [Row; 4])] = &[
         (
             "shop/web-1",
             [
@@ -354,7 +357,8 @@ fn stdin_and_several_snapshots_merge() {
 #[test]
 fn configuration_selects_profiles_and_args() {
     let dir = tempfile::tempdir().unwrap();
-    let cases: &[(&str, &str, &[(&str, Option<&str>)])] = &[
+    type Case<'a> = (&'a str, &'a str, &'a [(&'a str, Option<&'a str>)]);
+    let cases: &[Case] = &[
         (
             "a profile for the default scheduler only schedules the debug pod",
             "profiles:\n- schedulerName: default-scheduler\n",
