@@ -6,59 +6,14 @@
 //! `../shared/tools/kube-test-cluster start` prints, which `scripts/test`
 //! sets up); otherwise it says loudly that it skipped.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
 
 use kolo_api::crd::NodeMetric;
 use kolo_core::snapshot::Snapshot;
 
-fn kubeconfig() -> Option<PathBuf> {
-    match std::env::var_os("KOLO_TEST_KUBECONFIG") {
-        Some(path) => Some(PathBuf::from(path)),
-        None => {
-            // Written straight to the terminal so the skip is visible even
-            // though the test harness captures test output.
-            let _ = std::io::stderr().write_all(
-                b"\n*** SKIPPED kube_apiserver test: KOLO_TEST_KUBECONFIG is not set. \
-                  Run scripts/test (which starts a test cluster) to run it. ***\n",
-            );
-            None
-        }
-    }
-}
+mod common;
 
-fn run(cmd: &mut Command, stdin: Option<&[u8]>) -> Output {
-    let description = format!("{cmd:?}");
-    let mut child = cmd
-        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {description}: {e}"));
-    if let Some(input) = stdin {
-        child.stdin.take().unwrap().write_all(input).unwrap();
-    }
-    let output = child.wait_with_output().unwrap();
-    assert!(
-        output.status.success(),
-        "{description} failed ({}):\nstdout: {}\nstderr: {}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output
-}
-
-fn kubectl(config: &Path) -> Command {
-    let mut cmd = Command::new("kubectl");
-    cmd.env("KUBECONFIG", config).arg("--request-timeout=30s");
-    cmd
-}
-
-fn kolo() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_kolo"))
-}
+use common::{kolo, kubectl, run};
 
 fn example_node_metric() -> (String, NodeMetric) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -70,7 +25,7 @@ fn example_node_metric() -> (String, NodeMetric) {
 
 #[test]
 fn crds_are_accepted_and_a_dumped_node_metric_round_trips() {
-    let Some(config) = kubeconfig() else { return };
+    let Some(config) = common::kubeconfig("kube_apiserver") else { return };
 
     // 1. kolo crds | kubectl apply -f -, and every CRD becomes Established.
     let crds = run(kolo().arg("crds"), None).stdout;

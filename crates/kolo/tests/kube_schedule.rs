@@ -12,63 +12,15 @@
 //! hold other tests' objects), and it is all deleted at the end, also when an
 //! assertion fails.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
-fn kubeconfig() -> Option<PathBuf> {
-    match std::env::var_os("KOLO_TEST_KUBECONFIG") {
-        Some(path) => Some(PathBuf::from(path)),
-        None => {
-            // Written straight to the terminal so the skip is visible even
-            // though the test harness captures test output.
-            let _ = std::io::stderr().write_all(
-                b"\n*** SKIPPED kube_schedule test: KOLO_TEST_KUBECONFIG is not set. \
-                  Run scripts/test (which starts a test cluster) to run it. ***\n",
-            );
-            None
-        }
-    }
-}
+mod common;
 
-fn try_run(cmd: &mut Command, stdin: Option<&[u8]>) -> (String, Output) {
-    let description = format!("{cmd:?}");
-    let mut child = cmd
-        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {description}: {e}"));
-    if let Some(input) = stdin {
-        child.stdin.take().unwrap().write_all(input).unwrap();
-    }
-    (description, child.wait_with_output().unwrap())
-}
-
-fn run(cmd: &mut Command, stdin: Option<&[u8]>) -> Output {
-    let (description, output) = try_run(cmd, stdin);
-    assert!(
-        output.status.success(),
-        "{description} failed ({}):\nstdout: {}\nstderr: {}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output
-}
-
-fn kubectl(config: &Path) -> Command {
-    let mut cmd = Command::new("kubectl");
-    cmd.env("KUBECONFIG", config).arg("--request-timeout=30s");
-    cmd
-}
-
-fn kolo() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_kolo"))
-}
+use common::try_run;
+use common::{kolo, kubectl, run};
 
 /// Deletes what the test created when it goes out of scope, so a failed
 /// assertion does not leave nodes behind in a shared cluster.
@@ -170,7 +122,7 @@ fn pod(name: &str, namespace: &str, label: &str, cpu: &str, extra_spec: Value) -
 
 #[test]
 fn schedules_a_dump_of_a_real_api_server() {
-    let Some(config) = kubeconfig() else { return };
+    let Some(config) = common::kubeconfig("kube_schedule") else { return };
     let stamp = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
     let run_id = format!("s{}-{}", std::process::id(), stamp.as_millis() % 1_000_000);
     let namespace = format!("kolo-schedule-{run_id}");

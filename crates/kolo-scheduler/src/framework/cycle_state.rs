@@ -35,6 +35,20 @@ impl CycleState {
         self.entries.iter().find(|(t, _)| *t == id).and_then(|(_, v)| v.downcast_ref())
     }
 
+    /// The stored value of type `T`, or else `compute()`, kept in `slot`
+    /// (for a plugin called outside a full cycle, whose PreFilter did not
+    /// run). Plugins call it once per batch of nodes.
+    pub fn read_or<'a, T: Any + Send + Sync>(
+        &'a self,
+        slot: &'a mut Option<T>,
+        compute: impl FnOnce() -> T,
+    ) -> &'a T {
+        match self.read::<T>() {
+            Some(value) => value,
+            None => slot.insert(compute()),
+        }
+    }
+
     /// Removes everything (the state is reused from pod to pod).
     pub fn clear(&mut self) {
         self.entries.clear();

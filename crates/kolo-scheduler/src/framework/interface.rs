@@ -176,12 +176,40 @@ pub trait Filter: Sync {
         plugin: u16,
         out: &mut [NodeVerdict],
     ) {
-        for (node, slot) in nodes.iter().zip(out) {
-            if slot.is_none()
-                && let Err(rejection) = self.filter(ctx, state, pod, node)
-            {
-                *slot = Some(Box::new(Rejected { plugin, rejection }));
-            }
+        filter_each(nodes, plugin, out, |node| self.filter(ctx, state, pod, node));
+    }
+}
+
+/// Runs `check` on every node of a batch that no earlier plugin rejected
+/// and stores its rejections under `plugin`: the loop of
+/// [`Filter::filter_nodes`], for plugins that override it to look their
+/// cycle state up once per batch.
+pub fn filter_each(
+    nodes: &[NodeInfo],
+    plugin: u16,
+    out: &mut [NodeVerdict],
+    mut check: impl FnMut(&NodeInfo) -> Verdict,
+) {
+    for (node, slot) in nodes.iter().zip(out) {
+        if slot.is_none()
+            && let Err(rejection) = check(node)
+        {
+            *slot = Some(Box::new(Rejected { plugin, rejection }));
+        }
+    }
+}
+
+/// Scores every node of a batch that passed the filters: the loop of
+/// [`Score::score_nodes`], for plugins that override it.
+pub fn score_each(
+    nodes: &[NodeInfo],
+    verdicts: &[NodeVerdict],
+    out: &mut ScoreSink<'_>,
+    mut score: impl FnMut(&NodeInfo) -> i64,
+) {
+    for (i, (node, verdict)) in nodes.iter().zip(verdicts).enumerate() {
+        if verdict.is_none() {
+            out.set(i, score(node));
         }
     }
 }
@@ -265,11 +293,7 @@ pub trait Score: Sync {
         verdicts: &[NodeVerdict],
         out: &mut ScoreSink<'_>,
     ) {
-        for (i, (node, verdict)) in nodes.iter().zip(verdicts).enumerate() {
-            if verdict.is_none() {
-                out.set(i, self.score(ctx, state, pod, node));
-            }
-        }
+        score_each(nodes, verdicts, out, |node| self.score(ctx, state, pod, node));
     }
 
     /// Whether [`normalize`](Self::normalize) does anything (most plugins

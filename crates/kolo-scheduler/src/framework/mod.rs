@@ -16,7 +16,7 @@ pub use interface::{
     Bind, BindOutcome, ClusterEventHandler, CycleContext, Filter, MAX_NODE_SCORE, MIN_NODE_SCORE,
     NodeVerdict, Permit, PermitOutcome, Plugin, PostFilter, PostFilterOutcome, PreBind, PreFilter,
     PreFilterOutcome, PreScore, PreScoreOutcome, QueueKey, QueueSort, Rejected, Reserve, Score,
-    ScoreSink, default_normalize,
+    ScoreSink, default_normalize, filter_each, score_each,
 };
 pub use node_info::{NodeId, NodeInfo};
 pub use pod_info::{DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, PodInfo};

@@ -18,7 +18,7 @@ use serde::Deserialize;
 
 use crate::framework::{
     CycleContext, CycleState, EventKinds, Filter, NodeInfo, NodeVerdict, Plugin, PodInfo,
-    PreFilter, PreFilterOutcome, Rejected, Rejection, Score, Verdict,
+    PreFilter, PreFilterOutcome, Rejection, Score, ScoreSink, Verdict, filter_each, score_each,
 };
 use crate::registry::{PluginArgsError, decode_args};
 
@@ -298,10 +298,8 @@ impl Filter for NodeResourcesFit {
         pod: &PodInfo,
         node: &NodeInfo,
     ) -> Verdict {
-        match state.read::<FitState>() {
-            Some(s) => Self::fits(s, node),
-            None => Self::fits(&self.state(pod), node),
-        }
+        let mut owned = None;
+        Self::fits(state.read_or(&mut owned, || self.state(pod)), node)
     }
 
     fn filter_nodes(
@@ -313,30 +311,16 @@ impl Filter for NodeResourcesFit {
         plugin: u16,
         out: &mut [NodeVerdict],
     ) {
-        let owned;
-        let fit = match state.read::<FitState>() {
-            Some(s) => s,
-            None => {
-                owned = self.state(pod);
-                &owned
-            }
-        };
-        for (node, slot) in nodes.iter().zip(out) {
-            if slot.is_none()
-                && let Err(rejection) = Self::fits(fit, node)
-            {
-                *slot = Some(Box::new(Rejected { plugin, rejection }));
-            }
-        }
+        let mut owned = None;
+        let fit = state.read_or(&mut owned, || self.state(pod));
+        filter_each(nodes, plugin, out, |node| Self::fits(fit, node));
     }
 }
 
 impl Score for NodeResourcesFit {
     fn score(&self, _: &CycleContext, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> i64 {
-        match state.read::<FitState>() {
-            Some(s) => self.score_node(s, node),
-            None => self.score_node(&self.state(pod), node),
-        }
+        let mut owned = None;
+        self.score_node(state.read_or(&mut owned, || self.state(pod)), node)
     }
 
     fn score_nodes(
@@ -346,21 +330,11 @@ impl Score for NodeResourcesFit {
         pod: &PodInfo,
         nodes: &[NodeInfo],
         verdicts: &[NodeVerdict],
-        out: &mut crate::framework::ScoreSink<'_>,
+        out: &mut ScoreSink<'_>,
     ) {
-        let owned;
-        let fit = match state.read::<FitState>() {
-            Some(s) => s,
-            None => {
-                owned = self.state(pod);
-                &owned
-            }
-        };
-        for (i, (node, verdict)) in nodes.iter().zip(verdicts).enumerate() {
-            if verdict.is_none() {
-                out.set(i, self.score_node(fit, node));
-            }
-        }
+        let mut owned = None;
+        let fit = state.read_or(&mut owned, || self.state(pod));
+        score_each(nodes, verdicts, out, |node| self.score_node(fit, node));
     }
 }
 

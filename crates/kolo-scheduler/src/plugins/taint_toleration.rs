@@ -10,7 +10,7 @@ use super::tolerations::{Toleration, tolerated, tolerations};
 use crate::framework::{
     ClusterEvent, ClusterEventHandler, CycleContext, CycleState, EventKinds, Filter, NodeId,
     NodeInfo, NodeVerdict, Plugin, PodInfo, PreFilter, PreFilterOutcome, PreScore, PreScoreOutcome,
-    Rejected, Rejection, Score, Verdict, default_normalize,
+    Rejection, Score, Verdict, default_normalize, filter_each,
 };
 use crate::registry::PluginArgsError;
 
@@ -103,10 +103,8 @@ impl Filter for TaintToleration {
         pod: &PodInfo,
         node: &NodeInfo,
     ) -> Verdict {
-        match state.read::<PodTolerations>() {
-            Some(t) => Self::check(&t.0, node),
-            None => Self::check(&tolerations(pod.pod()), node),
-        }
+        let mut owned = None;
+        Self::check(&state.read_or(&mut owned, || PodTolerations(tolerations(pod.pod()))).0, node)
     }
 
     fn filter_nodes(
@@ -118,22 +116,12 @@ impl Filter for TaintToleration {
         plugin: u16,
         out: &mut [NodeVerdict],
     ) {
-        let owned;
-        let tolerations = match state.read::<PodTolerations>() {
-            Some(t) => &t.0,
-            None => {
-                owned = tolerations(pod.pod());
-                &owned
-            }
-        };
-        for (node, slot) in nodes.iter().zip(out) {
-            if slot.is_none()
-                && node.has_taints()
-                && let Err(rejection) = Self::check(tolerations, node)
-            {
-                *slot = Some(Box::new(Rejected { plugin, rejection }));
-            }
-        }
+        let mut owned = None;
+        let tolerations = &state.read_or(&mut owned, || PodTolerations(tolerations(pod.pod()))).0;
+        filter_each(nodes, plugin, out, |node| {
+            // Most nodes have no taints: skip them without a call.
+            if node.has_taints() { Self::check(tolerations, node) } else { Ok(()) }
+        });
     }
 }
 
@@ -157,10 +145,11 @@ impl Score for TaintToleration {
             // What normalizing all-zero counts (reversed) would give.
             return 100;
         }
-        match state.read::<PodTolerations>() {
-            Some(t) => Self::count_intolerable(&t.0, node),
-            None => Self::count_intolerable(&tolerations(pod.pod()), node),
-        }
+        let mut owned = None;
+        Self::count_intolerable(
+            &state.read_or(&mut owned, || PodTolerations(tolerations(pod.pod()))).0,
+            node,
+        )
     }
 
     fn normalizes(&self) -> bool {

@@ -13,8 +13,8 @@ use super::{
 };
 use crate::framework::{
     ClusterEvent, ClusterEventHandler, CycleContext, CycleState, EventKinds, Filter, NodeInfo,
-    NodeVerdict, Plugin, PodInfo, PreFilter, PreFilterOutcome, Rejected, Rejection, Reserve, Score,
-    ScoreSink, Verdict,
+    NodeVerdict, Plugin, PodInfo, PreFilter, PreFilterOutcome, Rejection, Reserve, Score,
+    ScoreSink, Verdict, filter_each, score_each,
 };
 use crate::registry::{PluginArgsError, decode_args};
 
@@ -173,10 +173,8 @@ impl Filter for LoadAwareScheduling {
         pod: &PodInfo,
         node: &NodeInfo,
     ) -> Verdict {
-        match state.read::<PodState>() {
-            Some(p) => self.check(p, node, ctx.now),
-            None => self.check(&self.pod_state(pod), node, ctx.now),
-        }
+        let mut owned = None;
+        self.check(state.read_or(&mut owned, || self.pod_state(pod)), node, ctx.now)
     }
 
     fn filter_nodes(
@@ -188,30 +186,16 @@ impl Filter for LoadAwareScheduling {
         plugin: u16,
         out: &mut [NodeVerdict],
     ) {
-        let owned;
-        let p = match state.read::<PodState>() {
-            Some(p) => p,
-            None => {
-                owned = self.pod_state(pod);
-                &owned
-            }
-        };
-        for (node, slot) in nodes.iter().zip(out) {
-            if slot.is_none()
-                && let Err(rejection) = self.check(p, node, ctx.now)
-            {
-                *slot = Some(Box::new(Rejected { plugin, rejection }));
-            }
-        }
+        let mut owned = None;
+        let p = state.read_or(&mut owned, || self.pod_state(pod));
+        filter_each(nodes, plugin, out, |node| self.check(p, node, ctx.now));
     }
 }
 
 impl Score for LoadAwareScheduling {
     fn score(&self, ctx: &CycleContext, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> i64 {
-        match state.read::<PodState>() {
-            Some(p) => self.score_node(p, node, ctx.now),
-            None => self.score_node(&self.pod_state(pod), node, ctx.now),
-        }
+        let mut owned = None;
+        self.score_node(state.read_or(&mut owned, || self.pod_state(pod)), node, ctx.now)
     }
 
     fn score_nodes(
@@ -223,19 +207,9 @@ impl Score for LoadAwareScheduling {
         verdicts: &[NodeVerdict],
         out: &mut ScoreSink<'_>,
     ) {
-        let owned;
-        let p = match state.read::<PodState>() {
-            Some(p) => p,
-            None => {
-                owned = self.pod_state(pod);
-                &owned
-            }
-        };
-        for (i, (node, verdict)) in nodes.iter().zip(verdicts).enumerate() {
-            if verdict.is_none() {
-                out.set(i, self.score_node(p, node, ctx.now));
-            }
-        }
+        let mut owned = None;
+        let p = state.read_or(&mut owned, || self.pod_state(pod));
+        score_each(nodes, verdicts, out, |node| self.score_node(p, node, ctx.now));
     }
 }
 

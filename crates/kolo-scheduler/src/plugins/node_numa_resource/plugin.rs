@@ -17,8 +17,8 @@ use super::{
 use crate::binder::BindRequest;
 use crate::framework::{
     ClusterEvent, ClusterEventHandler, Code, CycleContext, CycleState, EventKinds, Filter,
-    NodeInfo, NodeVerdict, Plugin, PodInfo, PreBind, PreFilter, PreFilterOutcome, Rejected,
-    Rejection, Reserve, Score, ScoreSink, Verdict,
+    NodeInfo, NodeVerdict, Plugin, PodInfo, PreBind, PreFilter, PreFilterOutcome, Rejection,
+    Reserve, Score, ScoreSink, Verdict, filter_each, score_each,
 };
 use crate::registry::{PluginArgsError, decode_args};
 
@@ -180,13 +180,7 @@ impl Filter for NodeNUMAResource {
                 Err(_) => return,
             },
         };
-        for (node, slot) in nodes.iter().zip(out) {
-            if slot.is_none()
-                && let Err(rejection) = Self::check(req, self.node(node), node)
-            {
-                *slot = Some(Box::new(Rejected { plugin, rejection }));
-            }
-        }
+        filter_each(nodes, plugin, out, |node| Self::check(req, self.node(node), node));
     }
 }
 
@@ -221,14 +215,11 @@ impl Score for NodeNUMAResource {
                 Err(_) => return,
             },
         };
-        for (i, (node, verdict)) in nodes.iter().zip(verdicts).enumerate() {
-            if verdict.is_none() {
-                let s = self.node(node).map_or(0, |numa| {
-                    score(req, &numa.topology, &numa.allocation, &|name| node.requested(name))
-                });
-                out.set(i, s);
-            }
-        }
+        score_each(nodes, verdicts, out, |node| {
+            self.node(node).map_or(0, |numa| {
+                score(req, &numa.topology, &numa.allocation, &|name| node.requested(name))
+            })
+        });
     }
 }
 

@@ -1,0 +1,67 @@
+//! Helpers shared by the tests that drive a real kube-apiserver with
+//! `kubectl` and the `kolo` binary.
+
+#![allow(dead_code)] // each test binary uses its own subset
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// The test cluster's kubeconfig from `KOLO_TEST_KUBECONFIG`, or `None`
+/// after saying loudly that the test named `test` is skipped.
+pub fn kubeconfig(test: &str) -> Option<PathBuf> {
+    match std::env::var_os("KOLO_TEST_KUBECONFIG") {
+        Some(path) => Some(PathBuf::from(path)),
+        None => {
+            // Written straight to the terminal so the skip is visible even
+            // though the test harness captures test output.
+            let _ = writeln!(
+                std::io::stderr(),
+                "\n*** SKIPPED {test} test: KOLO_TEST_KUBECONFIG is not set. \
+                 Run scripts/test (which starts a test cluster) to run it. ***"
+            );
+            None
+        }
+    }
+}
+
+/// Runs a command (with `stdin` if given) and returns its description and
+/// output, whatever its exit status.
+pub fn try_run(cmd: &mut Command, stdin: Option<&[u8]>) -> (String, Output) {
+    let description = format!("{cmd:?}");
+    let mut child = cmd
+        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {description}: {e}"));
+    if let Some(input) = stdin {
+        child.stdin.take().unwrap().write_all(input).unwrap();
+    }
+    (description, child.wait_with_output().unwrap())
+}
+
+/// Runs a command that must succeed.
+pub fn run(cmd: &mut Command, stdin: Option<&[u8]>) -> Output {
+    let (description, output) = try_run(cmd, stdin);
+    assert!(
+        output.status.success(),
+        "{description} failed ({}):\nstdout: {}\nstderr: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+/// `kubectl` against the test cluster.
+pub fn kubectl(config: &Path) -> Command {
+    let mut cmd = Command::new("kubectl");
+    cmd.env("KUBECONFIG", config).arg("--request-timeout=30s");
+    cmd
+}
+
+/// The `kolo` binary under test.
+pub fn kolo() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_kolo"))
+}
