@@ -13,8 +13,9 @@
 
 use std::borrow::Cow;
 
+use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, IntoDeserializer, Visitor};
-use serde_json::{Map, Number, Value};
+use serde_json::{Number, Value};
 
 /// One event of a [`Tape`].
 #[derive(Debug, Clone, PartialEq)]
@@ -41,36 +42,11 @@ pub(crate) struct Tape<'a> {
 }
 
 impl<'a> Tape<'a> {
-    /// The node at `at` as a `serde_json::Value`.
+    /// The node at `at` as a `serde_json::Value`, read through the same
+    /// deserializer typed objects use (so the differential tests against
+    /// serde-saphyr check that deserializer too).
     pub(crate) fn value_at(&self, at: usize) -> Value {
-        match &self.events[at] {
-            Event::Map { len, .. } => {
-                let mut map = Map::new();
-                let mut next = at + 1;
-                for _ in 0..*len {
-                    let key = match &self.events[next] {
-                        Event::Str(key) => key.to_string(),
-                        other => unreachable!("the reader writes keys as strings, not {other:?}"),
-                    };
-                    map.insert(key, self.value_at(next + 1));
-                    next = skip(&self.events, next + 1);
-                }
-                Value::Object(map)
-            }
-            Event::Seq { len, .. } => {
-                let mut items = Vec::with_capacity(*len);
-                let mut next = at + 1;
-                for _ in 0..*len {
-                    items.push(self.value_at(next));
-                    next = skip(&self.events, next);
-                }
-                Value::Array(items)
-            }
-            Event::Str(s) => Value::String(s.to_string()),
-            Event::Null => Value::Null,
-            Event::Bool(b) => Value::Bool(*b),
-            Event::Number(n) => Value::Number(n.clone()),
-        }
+        Value::deserialize(self.node(at)).expect("every tape event has a JSON value")
     }
 
     /// The tape's events, emptied, to be reused for another document.
