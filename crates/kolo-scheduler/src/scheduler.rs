@@ -154,6 +154,8 @@ struct WaitingPod {
     node: NodeId,
     info: Arc<PodInfo>,
     deadline: Timestamp,
+    /// The pod's cycle state, which PreBind reads when it is allowed.
+    state: CycleState,
 }
 
 /// A pod whose bind is in flight.
@@ -437,8 +439,7 @@ impl Scheduler {
     /// Lets a pod a Permit plugin holds go on to binding.
     pub fn allow_waiting(&mut self, key: &str, now: Timestamp) -> bool {
         let Some(waiting) = self.waiting.remove(key) else { return false };
-        let state = CycleState::new();
-        self.bind_pod(waiting.profile, &waiting.info, waiting.node, &state, now).is_ok()
+        self.bind_pod(waiting.profile, &waiting.info, waiting.node, &waiting.state, now).is_ok()
     }
 
     /// Rejects the pods whose Permit wait has passed its deadline.
@@ -496,13 +497,25 @@ impl Scheduler {
         match self.find_node(profile, &info, &ctx, &mut report) {
             Ok(node) => {
                 let state = std::mem::take(&mut self.state);
-                let result =
-                    self.reserve_permit_bind(profile, &info, node, &state, &mut report, now);
-                self.state = state;
-                if let Err(rejection) = result {
-                    self.stats.failed += 1;
-                    report.outcome = Outcome::Failed { message: rejection.to_string() };
-                    self.queue.requeue_backoff(info.key(), now);
+                match self.reserve_permit_bind(profile, &info, node, &state, now) {
+                    Ok(None) => self.state = state,
+                    Ok(Some(deadline)) => {
+                        // Held by a Permit plugin: the pod keeps its cycle
+                        // state for PreBind (the next cycle starts afresh).
+                        report.outcome = Outcome::Waiting {
+                            node: self.cache.node(node).map_or("", |n| n.name()).to_string(),
+                        };
+                        self.waiting.insert(
+                            info.key().into(),
+                            WaitingPod { profile, node, info: info.clone(), deadline, state },
+                        );
+                    }
+                    Err(rejection) => {
+                        self.state = state;
+                        self.stats.failed += 1;
+                        report.outcome = Outcome::Failed { message: rejection.to_string() };
+                        self.queue.requeue_backoff(info.key(), now);
+                    }
                 }
             }
             Err((message, wake_on, nominated)) => {
@@ -849,15 +862,16 @@ impl Scheduler {
     }
 
     /// Assume, Reserve, Permit, then PreBind and Bind.
+    /// `Ok(Some(deadline))` when a Permit plugin holds the pod (reserved)
+    /// until `deadline`.
     fn reserve_permit_bind(
         &mut self,
         profile: usize,
         info: &Arc<PodInfo>,
         node: NodeId,
         state: &CycleState,
-        report: &mut CycleReport,
         now: Timestamp,
-    ) -> Result<(), Rejection> {
+    ) -> Result<Option<Timestamp>, Rejection> {
         let ctx = CycleContext { now };
         let changes = self.cache.assume(info.clone(), node);
         self.dispatch(changes, now);
@@ -887,13 +901,7 @@ impl Scheduler {
             match plugin.permit(&ctx, state, info, node_info) {
                 PermitOutcome::Allow => {}
                 PermitOutcome::Wait(timeout) => {
-                    let deadline = now.checked_add(timeout).unwrap_or(now);
-                    report.outcome = Outcome::Waiting { node: node_info.name().to_string() };
-                    self.waiting.insert(
-                        info.key().into(),
-                        WaitingPod { profile, node, info: info.clone(), deadline },
-                    );
-                    return Ok(());
+                    return Ok(Some(now.checked_add(timeout).unwrap_or(now)));
                 }
                 PermitOutcome::Reject(rejection) => {
                     self.undo_reservation(profile, info, node, now);
@@ -901,7 +909,7 @@ impl Scheduler {
                 }
             }
         }
-        self.bind_pod(profile, info, node, state, now)
+        self.bind_pod(profile, info, node, state, now).map(|()| None)
     }
 
     /// PreBind and Bind: builds the bind request and hands it to the binder.

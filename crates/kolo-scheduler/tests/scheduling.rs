@@ -486,3 +486,53 @@ fn hot_nodes_are_filtered_by_load() {
         "{report:?}"
     );
 }
+
+/// A Permit plugin that holds every pod for a minute.
+struct HoldAll;
+
+impl kolo_scheduler::framework::Plugin for HoldAll {
+    fn name(&self) -> &'static str {
+        "HoldAll"
+    }
+    fn as_permit(&self) -> Option<&dyn kolo_scheduler::framework::Permit> {
+        Some(self)
+    }
+}
+
+impl kolo_scheduler::framework::Permit for HoldAll {
+    fn permit(
+        &self,
+        _: &kolo_scheduler::framework::CycleContext,
+        _: &kolo_scheduler::framework::CycleState,
+        _: &kolo_scheduler::framework::PodInfo,
+        _: &kolo_scheduler::framework::NodeInfo,
+    ) -> kolo_scheduler::framework::PermitOutcome {
+        kolo_scheduler::framework::PermitOutcome::Wait(std::time::Duration::from_secs(60))
+    }
+}
+
+#[test]
+fn a_pod_held_at_permit_keeps_its_cycle_state_for_prebind() {
+    let mut registry = registry();
+    registry.register("HoldAll", |_| Ok(Box::new(HoldAll)));
+    let config = SchedulerConfig::from_yaml(
+        "profiles:\n- plugins:\n    permit:\n      enabled: [{name: HoldAll}]\n",
+    )
+    .unwrap();
+    let binder = Arc::new(InMemoryBinder::new());
+    let mut s = Scheduler::new(&config, &registry, DEFAULT_PLUGINS, binder.clone()).unwrap();
+    s.apply_node(numa_node("numa-1"), t(0)).unwrap();
+    s.apply_pod(lsr_pod("db-0", 4), t(0)).unwrap();
+    let report = s.schedule_next(t(0)).unwrap();
+    assert_eq!(report.outcome, Outcome::Waiting { node: "numa-1".into() });
+    assert!(binder.bindings().is_empty());
+    assert!(s.allow_waiting("ns/db-0", t(1)));
+    let bindings = binder.bindings();
+    assert_eq!(bindings.len(), 1);
+    // NodeNUMAResource's PreBind still finds the pod's request and writes
+    // the cpuset it reserved.
+    let status: serde_json::Value =
+        serde_json::from_str(&bindings[0].annotations["scheduling.koordinator.sh/resource-status"])
+            .unwrap();
+    assert_eq!(status["cpuset"], "0-3");
+}
