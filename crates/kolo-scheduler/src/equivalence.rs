@@ -31,27 +31,106 @@ use crate::framework::{NodeVerdict, PodInfo};
 /// few workloads whose replicas are interleaved in the queue).
 pub(crate) const CAPACITY: usize = 4;
 
+/// The per-node results of a Filter + Score pass, by node position.
+#[derive(Debug, Default)]
+pub(crate) struct NodeResults {
+    /// The verdict.
+    pub verdicts: Vec<NodeVerdict>,
+    /// Per score plugin, the raw score (node-major).
+    pub scores: Vec<i64>,
+    /// The weighted total.
+    pub totals: Vec<i64>,
+}
+
+impl NodeResults {
+    /// Sizes the buffers for `nodes` nodes and `columns` score plugins,
+    /// keeping their contents (a pass writes every slot it reads).
+    pub fn resize(&mut self, nodes: usize, columns: usize) {
+        self.verdicts.resize(nodes, None);
+        self.scores.resize(nodes * columns, 0);
+        self.totals.resize(nodes, 0);
+    }
+}
+
+/// When an entry's results were computed, per node: what tells which of
+/// them are still good.
+#[derive(Debug, Default)]
+pub(crate) struct Freshness {
+    /// The cache's node epoch at the time.
+    epoch: u64,
+    /// Per node position: its generation (empty: nothing reusable).
+    generations: Vec<u64>,
+    /// Per node position: when its results go stale by time alone.
+    valid_until: Vec<Option<Timestamp>>,
+    /// The earliest of `valid_until`: before it, no node needs a time
+    /// check at all.
+    earliest_expiry: Option<Timestamp>,
+}
+
+impl Freshness {
+    /// The positions of the nodes whose results must be computed again, or
+    /// `None` when nothing is reusable (never computed, or the node set
+    /// changed since).
+    pub fn stale(&self, epoch: u64, generations: &[u64], now: Timestamp) -> Option<Vec<usize>> {
+        if self.epoch != epoch || self.generations.len() != generations.len() {
+            return None;
+        }
+        let check_time = self.earliest_expiry.is_some_and(|t| now >= t);
+        let stale = (0..generations.len())
+            .filter(|&i| {
+                generations[i] != self.generations[i]
+                    || check_time && self.valid_until[i].is_some_and(|t| now >= t)
+            })
+            .collect();
+        Some(stale)
+    }
+
+    /// Records that the nodes at `positions` were computed again.
+    pub fn renew(
+        &mut self,
+        positions: &[usize],
+        generations: &[u64],
+        valid_until: impl Fn(usize) -> Option<Timestamp>,
+    ) {
+        for &i in positions {
+            self.generations[i] = generations[i];
+            self.valid_until[i] = valid_until(i);
+        }
+        if !positions.is_empty() {
+            self.earliest_expiry = self.valid_until.iter().flatten().min().copied();
+        }
+    }
+
+    /// Records that every node was computed.
+    pub fn renew_all(
+        &mut self,
+        epoch: u64,
+        generations: &[u64],
+        valid_until: impl Fn(usize) -> Option<Timestamp>,
+    ) {
+        self.epoch = epoch;
+        self.generations.clear();
+        self.generations.extend_from_slice(generations);
+        self.valid_until.clear();
+        self.valid_until.extend((0..generations.len()).map(valid_until));
+        self.earliest_expiry = self.valid_until.iter().flatten().min().copied();
+    }
+
+    /// Marks nothing reusable.
+    pub fn forget(&mut self) {
+        self.generations.clear();
+    }
+}
+
 /// The results for one pod signature.
 #[derive(Debug, Default)]
 pub(crate) struct CacheEntry {
     /// The pod signature the results are for.
     pub signature: u64,
-    /// The cache's node epoch when the results were computed.
-    pub epoch: u64,
-    /// Per node position: its generation when its results were computed
-    /// (empty: nothing reusable).
-    pub generations: Vec<u64>,
-    /// Per node position: when its results go stale by time alone.
-    pub valid_until: Vec<Option<Timestamp>>,
-    /// The earliest of `valid_until`: before it, no node needs a time
-    /// check at all.
-    pub earliest_expiry: Option<Timestamp>,
-    /// Per node position: the verdict.
-    pub verdicts: Vec<NodeVerdict>,
-    /// Per node position × score plugin: the raw score.
-    pub scores: Vec<i64>,
-    /// Per node position: the weighted total.
-    pub totals: Vec<i64>,
+    /// Which results are still good.
+    pub freshness: Freshness,
+    /// The results.
+    pub results: NodeResults,
     last_used: u64,
 }
 
@@ -88,7 +167,7 @@ impl EquivalenceCache {
         let entry = &mut self.entries[index];
         if entry.signature != signature {
             entry.signature = signature;
-            entry.generations.clear();
+            entry.freshness.forget();
         }
         entry.last_used = self.clock;
         entry

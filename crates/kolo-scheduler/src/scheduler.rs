@@ -29,7 +29,7 @@ use rayon::prelude::*;
 use crate::binder::{BindCompletion, BindRequest, BindResult, Binder};
 use crate::cache::{Cache, CacheChange};
 use crate::config::{ConfigError, SchedulerConfig};
-use crate::equivalence::{CacheEntry, EquivalenceCache, pod_signature};
+use crate::equivalence::{EquivalenceCache, NodeResults, pod_signature};
 use crate::explain::failure_message;
 use crate::framework::{
     BindOutcome, ClusterEvent, CycleContext, CycleState, EventKinds, Filter, NodeId, NodeInfo,
@@ -169,9 +169,7 @@ struct InFlightBind {
 /// than the scoring itself at 5,000 nodes).
 #[derive(Default)]
 struct Scratch {
-    verdicts: Vec<NodeVerdict>,
-    scores: Vec<i64>,
-    totals: Vec<i64>,
+    results: NodeResults,
     feasible: Vec<usize>,
 }
 
@@ -597,9 +595,7 @@ impl Scheduler {
 
         // Buffers keep their contents between cycles: every slot a cycle
         // reads is written by that cycle's pass first.
-        scratch.verdicts.resize(n, None);
-        scratch.scores.resize(n * columns, 0);
-        scratch.totals.resize(n, 0);
+        scratch.results.resize(n, columns);
         scratch.feasible.clear();
 
         let want = num_feasible_nodes_to_find(n, *percentage);
@@ -614,109 +610,79 @@ impl Scheduler {
             // are evaluated again.
             let signature = (*use_equivalence && profile.equivalence)
                 .then(|| pod_signature(profile_index, info));
-            let (entry, reusable) = match signature {
-                Some(sig) => {
-                    let entry = equivalence.entry(sig);
-                    let reusable = entry.epoch == cache.epoch() && entry.generations.len() == n;
-                    (Some(entry), reusable)
-                }
-                None => (None, false),
+            let mut entry = signature.map(|sig| equivalence.entry(sig));
+            // Results go to the cache entry, or to the general buffers when
+            // the pod is not cached.
+            let (results, freshness) = match entry.as_deref_mut() {
+                Some(e) => (&mut e.results, Some(&mut e.freshness)),
+                None => (&mut scratch.results, None),
             };
-            // Without the cache, the general buffers serve as the entry.
-            let mut uncached = None;
-            let entry = match entry {
-                Some(entry) => entry,
-                None => uncached.insert(CacheEntry::default()),
-            };
-            if signature.is_none() {
-                swap_buffers(entry, scratch);
-            }
-            entry.verdicts.resize(n, None);
-            entry.scores.resize(n * columns, 0);
-            entry.totals.resize(n, 0);
-            let stale: Vec<usize> = if reusable {
-                let generations = cache.generations();
-                let check_time = entry.earliest_expiry.is_some_and(|t| ctx.now >= t);
-                (0..n)
-                    .filter(|&i| {
-                        generations[i] != entry.generations[i]
-                            || check_time && entry.valid_until[i].is_some_and(|t| ctx.now >= t)
-                    })
-                    .collect()
-            } else {
-                Vec::new()
-            };
+            results.resize(n, columns);
+            let stale = freshness
+                .as_ref()
+                .and_then(|f| f.stale(cache.epoch(), cache.generations(), ctx.now));
+            let renewed = |i: usize| valid_until(profile, &nodes[i], ctx.now);
             // Re-evaluating a node alone costs more than in a parallel pass;
             // past a point, evaluate everything.
-            let (feasible, best) = if reusable && stale.len() <= (n / 8).max(64) {
-                stats.node_evaluations += stale.len() as u64;
-                for &i in &stale {
-                    evaluate(
+            let (feasible, best) = match (stale, freshness) {
+                (Some(stale), Some(freshness)) if stale.len() <= (n / 8).max(64) => {
+                    stats.node_evaluations += stale.len() as u64;
+                    for &i in &stale {
+                        evaluate(
+                            ctx,
+                            state,
+                            info,
+                            &nodes[i..=i],
+                            &mut results.verdicts[i..=i],
+                            &mut results.scores[i * columns..(i + 1) * columns],
+                            &mut results.totals[i..=i],
+                            &filters,
+                            &scorers,
+                            columns,
+                            true,
+                            tie_seed,
+                        );
+                    }
+                    freshness.renew(&stale, cache.generations(), renewed);
+                    best_of(cache.name_hashes(), &results.verdicts, &results.totals, tie_seed)
+                }
+                (_, freshness) => {
+                    stats.node_evaluations += n as u64;
+                    let result = evaluate(
                         ctx,
                         state,
                         info,
-                        &nodes[i..=i],
-                        &mut entry.verdicts[i..=i],
-                        &mut entry.scores[i * columns..(i + 1) * columns],
-                        &mut entry.totals[i..=i],
+                        nodes,
+                        &mut results.verdicts,
+                        &mut results.scores,
+                        &mut results.totals,
                         &filters,
                         &scorers,
                         columns,
                         true,
                         tie_seed,
                     );
-                    entry.generations[i] = nodes[i].generation();
-                    entry.valid_until[i] = valid_until(profile, &nodes[i], ctx.now);
+                    if let Some(freshness) = freshness {
+                        freshness.renew_all(cache.epoch(), cache.generations(), renewed);
+                    }
+                    result
                 }
-                if !stale.is_empty() {
-                    entry.earliest_expiry = entry.valid_until.iter().flatten().min().copied();
-                }
-                best_of(cache.name_hashes(), &entry.verdicts, &entry.totals, tie_seed)
-            } else {
-                stats.node_evaluations += n as u64;
-                let result = evaluate(
-                    ctx,
-                    state,
-                    info,
-                    nodes,
-                    &mut entry.verdicts,
-                    &mut entry.scores,
-                    &mut entry.totals,
-                    &filters,
-                    &scorers,
-                    columns,
-                    true,
-                    tie_seed,
-                );
-                if signature.is_some() {
-                    entry.epoch = cache.epoch();
-                    entry.generations.clear();
-                    entry.generations.extend_from_slice(cache.generations());
-                    entry.valid_until.clear();
-                    entry
-                        .valid_until
-                        .extend(nodes.iter().map(|node| valid_until(profile, node, ctx.now)));
-                    entry.earliest_expiry = entry.valid_until.iter().flatten().min().copied();
-                }
-                result
             };
-            let found = best.map(|(_, _, best)| {
-                let scores = plugin_scores(profile, &scorers, &entry.scores[best * columns..]);
-                (best, entry.totals[best], scores)
-            });
-            if found.is_none() || signature.is_none() {
-                // Give the general buffers back; when nothing is feasible,
-                // the general path below explains the verdicts, and the
-                // entry keeps nothing reusable.
-                swap_buffers(entry, scratch);
-                entry.generations.clear();
-            }
-            if let Some((best, total, scores)) = found {
+            if let Some((_, _, best)) = best {
                 report.evaluated_nodes = n;
                 report.feasible_nodes = feasible;
-                report.outcome =
-                    Outcome::Scheduled { node: nodes[best].name().to_string(), total, scores };
+                report.outcome = Outcome::Scheduled {
+                    node: nodes[best].name().to_string(),
+                    total: results.totals[best],
+                    scores: plugin_scores(profile, &scorers, &results.scores[best * columns..]),
+                };
                 return Ok(nodes[best].id());
+            }
+            if let Some(entry) = entry {
+                // The general path below explains the verdicts from its own
+                // buffers; the entry keeps nothing reusable.
+                std::mem::swap(&mut entry.results, &mut scratch.results);
+                entry.freshness.forget();
             }
             // No feasible node: the general path below explains why.
             all_rejected = true;
@@ -740,9 +706,9 @@ impl Scheduler {
                         state,
                         info,
                         &nodes[a..b],
-                        &mut scratch.verdicts[a..b],
-                        &mut scratch.scores[a * columns..b * columns],
-                        &mut scratch.totals[a..b],
+                        &mut scratch.results.verdicts[a..b],
+                        &mut scratch.results.scores[a * columns..b * columns],
+                        &mut scratch.results.totals[a..b],
                         &filters,
                         &scorers,
                         columns,
@@ -753,7 +719,7 @@ impl Scheduler {
             }
             for k in evaluated..evaluated + len {
                 let pos = (start + k) % n;
-                if scratch.verdicts[pos].is_none() {
+                if scratch.results.verdicts[pos].is_none() {
                     scratch.feasible.push(pos);
                     if scratch.feasible.len() == want {
                         break;
@@ -776,17 +742,19 @@ impl Scheduler {
         report.feasible_nodes = scratch.feasible.len();
 
         if scratch.feasible.is_empty() {
-            let rejections =
-                (0..n).filter_map(|pos| scratch.verdicts[pos].as_ref().map(|r| &r.rejection));
+            let rejections = (0..n)
+                .filter_map(|pos| scratch.results.verdicts[pos].as_ref().map(|r| &r.rejection));
             let message = failure_message(n, rejections);
             let mut wake_on = EventKinds::NONE;
-            for r in scratch.verdicts.iter().flatten() {
+            for r in scratch.results.verdicts.iter().flatten() {
                 wake_on |= profile.plugins[r.plugin as usize].events_to_register();
             }
             let mut nominated = None;
             if !profile.post_filter.is_empty() {
                 let rejected: Vec<(&NodeInfo, &Rejected)> = (0..n)
-                    .filter_map(|pos| scratch.verdicts[pos].as_deref().map(|r| (&nodes[pos], r)))
+                    .filter_map(|pos| {
+                        scratch.results.verdicts[pos].as_deref().map(|r| (&nodes[pos], r))
+                    })
                     .collect();
                 for &i in &profile.post_filter {
                     let plugin = profile.plugins[i].as_post_filter().expect("checked at build");
@@ -814,15 +782,17 @@ impl Scheduler {
                     continue;
                 }
                 column.clear();
-                column
-                    .extend(scratch.feasible.iter().map(|&pos| scratch.scores[pos * columns + c]));
+                column.extend(
+                    scratch.feasible.iter().map(|&pos| scratch.results.scores[pos * columns + c]),
+                );
                 scorer.normalize(ctx, state, info, &mut column);
                 for (&pos, &v) in scratch.feasible.iter().zip(&column) {
-                    scratch.scores[pos * columns + c] = v;
+                    scratch.results.scores[pos * columns + c] = v;
                 }
             }
             for &pos in &scratch.feasible {
-                scratch.totals[pos] = weighted_total(&scratch.scores[pos * columns..], &scorers);
+                scratch.results.totals[pos] =
+                    weighted_total(&scratch.results.scores[pos * columns..], &scorers);
             }
         }
 
@@ -831,7 +801,7 @@ impl Scheduler {
             .feasible
             .iter()
             .copied()
-            .max_by_key(|&pos| (scratch.totals[pos], tie(pos), pos))
+            .max_by_key(|&pos| (scratch.results.totals[pos], tie(pos), pos))
             .expect("at least one feasible node");
         match *explain {
             ExplainLevel::None => {}
@@ -843,7 +813,9 @@ impl Scheduler {
             ExplainLevel::Top(k) => {
                 let mut top = scratch.feasible.clone();
                 top.sort_by(|&a, &b| {
-                    scratch.totals[b].cmp(&scratch.totals[a]).then_with(|| tie(b).cmp(&tie(a)))
+                    scratch.results.totals[b]
+                        .cmp(&scratch.results.totals[a])
+                        .then_with(|| tie(b).cmp(&tie(a)))
                 });
                 top.truncate(k);
                 report.nodes = top
@@ -852,10 +824,10 @@ impl Scheduler {
                     .collect();
             }
         }
-        let scores = plugin_scores(profile, &scorers, &scratch.scores[best * columns..]);
+        let scores = plugin_scores(profile, &scorers, &scratch.results.scores[best * columns..]);
         report.outcome = Outcome::Scheduled {
             node: nodes[best].name().to_string(),
-            total: scratch.totals[best],
+            total: scratch.results.totals[best],
             scores,
         };
         Ok(nodes[best].id())
@@ -1032,13 +1004,6 @@ fn evaluate(
     }
 }
 
-/// Exchanges a cache entry's result buffers with the general ones.
-fn swap_buffers(entry: &mut CacheEntry, scratch: &mut Scratch) {
-    std::mem::swap(&mut entry.verdicts, &mut scratch.verdicts);
-    std::mem::swap(&mut entry.scores, &mut scratch.scores);
-    std::mem::swap(&mut entry.totals, &mut scratch.totals);
-}
-
 /// When the cached results for `node` go stale by time: the earliest of
 /// the profile's Filter and Score plugins' [`Plugin::valid_until`].
 fn valid_until(profile: &Profile, node: &NodeInfo, now: Timestamp) -> Option<Timestamp> {
@@ -1093,7 +1058,7 @@ fn node_report(
     pos: usize,
 ) -> NodeReport {
     let columns = scorers.len().max(1);
-    let verdict = scratch.verdicts[pos].as_ref();
+    let verdict = scratch.results.verdicts[pos].as_ref();
     let feasible = verdict.is_none();
     NodeReport {
         node: nodes[pos].name().to_string(),
@@ -1101,11 +1066,11 @@ fn node_report(
         reasons: verdict.map(|r| r.rejection.to_string()).into_iter().collect(),
         rejected_by: verdict.map(|r| profile.plugin_name(r.plugin as usize)),
         scores: if feasible {
-            plugin_scores(profile, scorers, &scratch.scores[pos * columns..])
+            plugin_scores(profile, scorers, &scratch.results.scores[pos * columns..])
         } else {
             BTreeMap::new()
         },
-        total: feasible.then(|| scratch.totals[pos]),
+        total: feasible.then(|| scratch.results.totals[pos]),
     }
 }
 
