@@ -45,8 +45,8 @@ struct Entry {
 
 /// An active pod in the heap: (queue key, arrival, version, pod key).
 type ActiveItem = (QueueKey, u64, u64, Box<str>);
-/// A backing-off pod in the heap: (backoff end, version, version, pod key).
-type BackoffItem = (Timestamp, u64, u64, Box<str>);
+/// A backing-off pod in the heap: (backoff end, version, pod key).
+type BackoffItem = (Timestamp, u64, Box<str>);
 
 /// A pod taken from the queue.
 #[derive(Debug, Clone)]
@@ -150,20 +150,18 @@ impl SchedulingQueue {
     /// Puts back a pod that failed for another reason (a failed bind, an
     /// error): it is retried after its backoff.
     pub fn requeue_backoff(&mut self, key: &str, now: Timestamp) {
-        self.unschedulable.remove(key);
-        let (initial, max) = (self.initial_backoff, self.max_backoff);
         let Some(entry) = self.entries.get_mut(key) else { return };
         entry.attempts += 1;
-        let until = now.checked_add(backoff(initial, max, entry.attempts)).unwrap_or(now);
-        entry.place = Place::Backoff(until);
-        self.versions += 1;
-        entry.version = self.versions;
-        self.backoff.push(Reverse((until, entry.version, entry.version, key.into())));
+        let attempts = entry.attempts;
+        let until = now.checked_add(self.backoff(attempts)).unwrap_or(now);
+        self.push_backoff(key, until);
     }
 
-    /// The retry delay after `attempts` failures.
+    /// The retry delay after `attempts` failures: initial × 2^(attempts−1),
+    /// at most the maximum.
     pub fn backoff(&self, attempts: u32) -> Duration {
-        backoff(self.initial_backoff, self.max_backoff, attempts)
+        let factor = 1u32.checked_shl(attempts.saturating_sub(1)).unwrap_or(u32::MAX);
+        self.initial_backoff.saturating_mul(factor).min(self.max_backoff)
     }
 
     /// A cluster change happened: unschedulable pods that were rejected by a
@@ -226,25 +224,29 @@ impl SchedulingQueue {
             _ => return,
         };
         let until = since.checked_add(self.backoff(entry.attempts)).unwrap_or(since);
-        self.unschedulable.remove(name);
         if until > now {
-            let entry = self.entries.get_mut(name).expect("present");
-            entry.place = Place::Backoff(until);
-            self.versions += 1;
-            entry.version = self.versions;
-            self.backoff.push(Reverse((until, entry.version, entry.version, name.into())));
+            self.push_backoff(name, until);
         } else {
             self.push_active(name);
         }
     }
 
+    fn push_backoff(&mut self, name: &str, until: Timestamp) {
+        self.unschedulable.remove(name);
+        let Some(entry) = self.entries.get_mut(name) else { return };
+        entry.place = Place::Backoff(until);
+        self.versions += 1;
+        entry.version = self.versions;
+        self.backoff.push(Reverse((until, entry.version, name.into())));
+    }
+
     fn flush_backoff(&mut self, now: Timestamp) {
-        while let Some(Reverse((until, _, version, _))) = self.backoff.peek() {
+        while let Some(Reverse((until, version, _))) = self.backoff.peek() {
             if *until > now {
                 break;
             }
             let version = *version;
-            let Some(Reverse((_, _, _, name))) = self.backoff.pop() else { break };
+            let Some(Reverse((_, _, name))) = self.backoff.pop() else { break };
             if self.entries.get(&name).is_some_and(|e| e.version == version) {
                 self.push_active(&name);
             }
@@ -260,12 +262,6 @@ impl SchedulingQueue {
         self.arrivals += 1;
         self.active.push(Reverse((entry.key, self.arrivals, entry.version, name.into())));
     }
-}
-
-/// initial × 2^(attempts−1), at most `max`.
-fn backoff(initial: Duration, max: Duration, attempts: u32) -> Duration {
-    let factor = 1u32.checked_shl(attempts.saturating_sub(1)).unwrap_or(u32::MAX);
-    initial.saturating_mul(factor).min(max)
 }
 
 fn waited(since: Timestamp, now: Timestamp) -> Duration {
