@@ -71,6 +71,27 @@ impl NodeNUMAResource {
         PodNumaRequest::from_pod(pod.view(), &self.args)
     }
 
+    /// The pod's request as PreFilter stored it, or else read now (for a
+    /// caller outside a full cycle), kept in `owned`.
+    fn cycle_request<'a>(
+        &self,
+        state: &'a CycleState,
+        owned: &'a mut Option<PodNumaRequest>,
+        pod: &PodInfo,
+    ) -> Result<&'a PodNumaRequest, NumaFailure> {
+        match state.read::<PodNumaRequest>() {
+            Some(req) => Ok(req),
+            None => Ok(owned.insert(self.request(pod)?)),
+        }
+    }
+
+    /// Score (§6.8) of `node` for the request; 0 for a node never seen.
+    fn score_node(&self, req: &PodNumaRequest, node: &NodeInfo) -> i64 {
+        self.node(node).map_or(0, |numa| {
+            score(req, &numa.topology, &numa.allocation, &|name| node.requested(name))
+        })
+    }
+
     fn check(req: &PodNumaRequest, numa: Option<&NumaNode>, node: &NodeInfo) -> Verdict {
         let Some(numa) = numa else { return Ok(()) };
         filter(req, &numa.topology, &numa.allocation)
@@ -151,13 +172,9 @@ impl Filter for NodeNUMAResource {
         pod: &PodInfo,
         node: &NodeInfo,
     ) -> Verdict {
-        match state.read::<PodNumaRequest>() {
-            Some(req) => Self::check(req, self.node(node), node),
-            None => match self.request(pod) {
-                Ok(req) => Self::check(&req, self.node(node), node),
-                Err(failure) => Err(rejection(failure)),
-            },
-        }
+        let mut owned = None;
+        let req = self.cycle_request(state, &mut owned, pod).map_err(rejection)?;
+        Self::check(req, self.node(node), node)
     }
 
     fn filter_nodes(
@@ -169,30 +186,23 @@ impl Filter for NodeNUMAResource {
         plugin: u16,
         out: &mut [NodeVerdict],
     ) {
-        let owned;
-        let req = match state.read::<PodNumaRequest>() {
-            Some(req) => req,
-            None => match self.request(pod) {
-                Ok(req) => {
-                    owned = req;
-                    &owned
-                }
-                Err(_) => return,
-            },
-        };
-        filter_each(nodes, plugin, out, |node| Self::check(req, self.node(node), node));
+        let mut owned = None;
+        match self.cycle_request(state, &mut owned, pod) {
+            Ok(req) => {
+                filter_each(nodes, plugin, out, |node| Self::check(req, self.node(node), node))
+            }
+            Err(failure) => {
+                let rejection = rejection(failure);
+                filter_each(nodes, plugin, out, |_| Err(rejection.clone()));
+            }
+        }
     }
 }
 
 impl Score for NodeNUMAResource {
     fn score(&self, _: &CycleContext, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> i64 {
-        let Some(numa) = self.node(node) else { return 0 };
-        match state.read::<PodNumaRequest>() {
-            Some(req) => score(req, &numa.topology, &numa.allocation, &|name| node.requested(name)),
-            None => self.request(pod).map_or(0, |req| {
-                score(&req, &numa.topology, &numa.allocation, &|name| node.requested(name))
-            }),
-        }
+        let mut owned = None;
+        self.cycle_request(state, &mut owned, pod).map_or(0, |req| self.score_node(req, node))
     }
 
     fn score_nodes(
@@ -204,22 +214,10 @@ impl Score for NodeNUMAResource {
         verdicts: &[NodeVerdict],
         out: &mut ScoreSink<'_>,
     ) {
-        let owned;
-        let req = match state.read::<PodNumaRequest>() {
-            Some(req) => req,
-            None => match self.request(pod) {
-                Ok(req) => {
-                    owned = req;
-                    &owned
-                }
-                Err(_) => return,
-            },
-        };
-        score_each(nodes, verdicts, out, |node| {
-            self.node(node).map_or(0, |numa| {
-                score(req, &numa.topology, &numa.allocation, &|name| node.requested(name))
-            })
-        });
+        let mut owned = None;
+        if let Ok(req) = self.cycle_request(state, &mut owned, pod) {
+            score_each(nodes, verdicts, out, |node| self.score_node(req, node));
+        }
     }
 }
 
