@@ -1,33 +1,8 @@
 //! The `kolo` binary as a user runs it: the README's example, stdin, several
 //! files, and what a user sees when input is bad.
 
-use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
-
-fn kolo(args: &[&str], stdin: Option<&str>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kolo"))
-        .args(args)
-        .current_dir(workspace_root())
-        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    if let Some(input) = stdin {
-        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-    }
-    child.wait_with_output().unwrap()
-}
-
-fn workspace_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn json(output: &Output) -> serde_json::Value {
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    serde_json::from_slice(&output.stdout).unwrap()
-}
+mod common;
+use common::{json, run_kolo as kolo};
 
 fn row<'a>(summary: &'a serde_json::Value, resource: &str) -> &'a serde_json::Value {
     summary["resources"].as_array().unwrap().iter().find(|r| r["resource"] == resource).unwrap()

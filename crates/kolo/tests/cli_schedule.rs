@@ -18,37 +18,14 @@
 //! * spark-exec-2 takes node-a's last 4000 batch-cpu, so spark-exec-3 finds
 //!   none anywhere.
 
-use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use serde_json::{Value, json};
 
+mod common;
+use common::{json, run_kolo as kolo, workspace_root};
+
 const EXAMPLE: &str = "examples/pending-pods.yaml";
-
-fn kolo(args: &[&str], stdin: Option<&str>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kolo"))
-        .args(args)
-        .current_dir(workspace_root())
-        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    if let Some(input) = stdin {
-        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-    }
-    child.wait_with_output().unwrap()
-}
-
-fn workspace_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn json(output: &Output) -> Value {
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    serde_json::from_slice(&output.stdout).unwrap()
-}
 
 fn text(output: &Output) -> String {
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
@@ -590,23 +567,12 @@ fn a_generated_5000_node_cluster() {
 
 #[test]
 fn table_is_an_alias_of_text() {
-    let out = |format: &str| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_kolo"))
-            .args([
-                "schedule",
-                "--snapshot",
-                concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/pending-pods.yaml"),
-                "-o",
-                format,
-            ])
-            .output()
-            .unwrap()
-    };
+    let out = |format: &str| kolo(&["schedule", "--snapshot", EXAMPLE, "-o", format], None);
     let table = out("table");
     assert!(table.status.success(), "{}", String::from_utf8_lossy(&table.stderr));
     let text = out("text");
     // The run time in the summary differs; everything above it is equal.
-    let body = |o: &std::process::Output| {
+    let body = |o: &Output| {
         let s = String::from_utf8_lossy(&o.stdout).into_owned();
         s.lines().filter(|l| !l.contains("evaluated in")).collect::<Vec<_>>().join("\n")
     };

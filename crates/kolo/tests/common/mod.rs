@@ -65,3 +65,20 @@ pub fn kubectl(config: &Path) -> Command {
 pub fn kolo() -> Command {
     Command::new(env!("CARGO_BIN_EXE_kolo"))
 }
+
+/// The repository root (the `kolo` commands below run there).
+pub fn workspace_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Runs `kolo ARGS` from the repository root, with `stdin` if given, and
+/// returns its output whatever its exit status.
+pub fn run_kolo(args: &[&str], stdin: Option<&str>) -> Output {
+    try_run(kolo().args(args).current_dir(workspace_root()), stdin.map(str::as_bytes)).1
+}
+
+/// The JSON a successful command printed.
+pub fn json(output: &Output) -> serde_json::Value {
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_slice(&output.stdout).unwrap()
+}
