@@ -536,3 +536,24 @@ fn a_pod_held_at_permit_keeps_its_cycle_state_for_prebind() {
             .unwrap();
     assert_eq!(status["cpuset"], "0-3");
 }
+
+#[test]
+fn load_aware_counts_pods_assumed_since_the_last_report() {
+    let mut s = scheduler(Arc::new(InMemoryBinder::new()), "{}");
+    s.apply_node(node("n", "8", "32Gi", ""), t(0)).unwrap();
+    // 4.8 of 8 cores used (60%); each pod is estimated at 500m × 85% = 425m.
+    s.apply_node_metric(metric("n", 4800, 4, t(0)), t(0));
+    s.apply_pod(pod("first", "500m", "100Mi"), t(10)).unwrap();
+    s.apply_pod(pod("second", "500m", "100Mi"), t(10)).unwrap();
+    // 4800 + 425 = 5225 → 65%, equal to the threshold: passes.
+    assert_eq!(node_of(&s.schedule_next(t(10)).unwrap().outcome), Some("n"));
+    // The assumed first pod counts: 4800 + 2 × 425 = 5650 → 71% > 65%.
+    let report = s.schedule_next(t(10)).unwrap();
+    assert_eq!(
+        report.outcome,
+        Outcome::Unschedulable {
+            message: "0/1 nodes are available: 1 node(s) cpu usage exceed threshold.".into(),
+            nominated: None
+        }
+    );
+}

@@ -2,6 +2,11 @@
 //! module's pure decisions. It keeps a [`NodeProfile`] and a [`NodeLoad`]
 //! per node (indexed by node id) in step with cluster events, estimates the
 //! incoming pod once per cycle, and calls [`filter`] / [`score`] per node.
+//!
+//! Spec §1.7's Reserve (assign the pod in the cache) and Unreserve happen
+//! through cluster events: the scheduler assumes a pod before Reserve and
+//! reports it as a [`ClusterEvent::PodAdded`], and a forgotten pod as
+//! [`ClusterEvent::PodRemoved`], so a Reserve here would add it twice.
 
 use std::sync::Arc;
 
@@ -13,8 +18,8 @@ use super::{
 };
 use crate::framework::{
     ClusterEvent, ClusterEventHandler, CycleContext, CycleState, EventKinds, Filter, NodeInfo,
-    NodeVerdict, Plugin, PodInfo, PreFilter, PreFilterOutcome, Rejection, Reserve, Score,
-    ScoreSink, Verdict, filter_each, score_each,
+    NodeVerdict, Plugin, PodInfo, PreFilter, PreFilterOutcome, Rejection, Score, ScoreSink,
+    Verdict, filter_each, score_each,
 };
 use crate::registry::{PluginArgsError, decode_args};
 
@@ -127,9 +132,6 @@ impl Plugin for LoadAwareScheduling {
     fn as_score(&self) -> Option<&dyn Score> {
         Some(self)
     }
-    fn as_reserve(&mut self) -> Option<&mut dyn Reserve> {
-        Some(self)
-    }
     fn as_event_handler(&mut self) -> Option<&mut dyn ClusterEventHandler> {
         Some(self)
     }
@@ -210,27 +212,6 @@ impl Score for LoadAwareScheduling {
         let mut owned = None;
         let p = state.read_or(&mut owned, || self.pod_state(pod));
         score_each(nodes, verdicts, out, |node| self.score_node(p, node, ctx.now));
-    }
-}
-
-impl Reserve for LoadAwareScheduling {
-    fn reserve(
-        &mut self,
-        ctx: &CycleContext,
-        _: &CycleState,
-        pod: &PodInfo,
-        node: &NodeInfo,
-    ) -> Result<(), Rejection> {
-        // The assumed pod usually arrived as an event already; adding it
-        // again replaces it (same key), so it counts once.
-        self.assign(pod, node, ctx.now);
-        Ok(())
-    }
-
-    fn unreserve(&mut self, _: &CycleContext, pod: &PodInfo, node: &NodeInfo) {
-        if let Some(Some(state)) = self.nodes.get_mut(node.id().index()) {
-            state.load.remove_pod(pod.key());
-        }
     }
 }
 
