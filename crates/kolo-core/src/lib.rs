@@ -16,4 +16,5 @@ pub mod clock;
 pub mod node;
 pub mod pod;
 pub mod resources;
+pub mod selector;
 pub mod snapshot;

@@ -24,7 +24,8 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::thread;
 
-use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod};
+use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kolo_api::crd::{
     ClusterColocationProfile, Device, ElasticQuota, NodeMetric, NodeSLO, PodGroup, PodMigrationJob,
     Reservation,
@@ -53,6 +54,10 @@ pub struct Snapshot {
     pub pods: Vec<Viewed<Pod, PodView>>,
     /// ConfigMaps (kolo reads `slo-controller-config` and its own).
     pub config_maps: Vec<ConfigMap>,
+    /// Namespaces (their labels drive colocation profiles' namespace selectors).
+    pub namespaces: Vec<Namespace>,
+    /// `scheduling.k8s.io` PriorityClasses (colocation profiles name them).
+    pub priority_classes: Vec<PriorityClass>,
     /// `slo.koordinator.sh` NodeMetrics.
     pub node_metrics: Vec<NodeMetric>,
     /// `slo.koordinator.sh` NodeSLOs.
@@ -188,6 +193,8 @@ impl Snapshot {
         self.nodes.len()
             + self.pods.len()
             + self.config_maps.len()
+            + self.namespaces.len()
+            + self.priority_classes.len()
             + self.node_metrics.len()
             + self.node_slos.len()
             + self.colocation_profiles.len()
@@ -218,6 +225,8 @@ impl Snapshot {
             nodes,
             pods,
             config_maps,
+            namespaces,
+            priority_classes,
             node_metrics,
             node_slos,
             colocation_profiles,

@@ -5,7 +5,10 @@
 
 mod crds;
 mod inspect;
+mod manager;
+mod noderesource;
 mod schedule;
+mod webhook;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -74,6 +77,21 @@ enum Command {
         #[arg(long, value_name = "RFC3339", value_parser = schedule::parse_now)]
         now: Option<kolo_core::clock::Timestamp>,
     },
+    /// What-if batch / mid overcommit: compute each node's batch and mid
+    /// allocatable from a snapshot (nodes, pods, NodeMetrics) and explain
+    /// every term of the formula (nothing is written anywhere).
+    Noderesource(noderesource::Args),
+    /// Try admission webhooks offline: mutate a pod with colocation
+    /// profiles, or validate it, without a cluster.
+    Webhook {
+        #[command(subcommand)]
+        command: webhook::Command,
+    },
+    /// Run kolo's manager components.
+    Manager {
+        #[command(subcommand)]
+        command: manager::Command,
+    },
     /// Print kolo's version.
     Version,
 }
@@ -113,6 +131,13 @@ fn main() -> ExitCode {
         Command::Snapshot { command: SnapshotCommand::Inspect { files, output } } => {
             inspect::run(&files, output, &mut std::io::stdout().lock())
         }
+        Command::Noderesource(args) => {
+            noderesource::run(&args, &mut std::io::stdout().lock()).map_err(CliError::Command)
+        }
+        Command::Webhook { command } => {
+            webhook::run(&command, &mut std::io::stdout().lock()).map_err(CliError::Command)
+        }
+        Command::Manager { command } => manager::run(command).map_err(CliError::Command),
         Command::Schedule { snapshots, config, output, all, explain, explain_all, now } => {
             let options = schedule::Options {
                 files: snapshots,
@@ -146,6 +171,9 @@ enum CliError {
     /// `kolo schedule` could not run.
     #[error(transparent)]
     Schedule(#[from] schedule::ScheduleError),
+    /// A subcommand failed; the error says why.
+    #[error(transparent)]
+    Command(Box<dyn std::error::Error + Send + Sync>),
     /// Output could not be written.
     #[error("writing output: {0}")]
     Io(#[from] std::io::Error),

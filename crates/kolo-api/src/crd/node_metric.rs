@@ -26,6 +26,12 @@ pub const MEMORY_COLLECT_USAGE_WITHOUT_PAGE_CACHE: &str = "usageWithoutPageCache
 pub const MEMORY_COLLECT_USAGE_WITH_PAGE_CACHE: &str = "usageWithPageCache";
 /// Memory collection policy `usageWithHotPageCache`.
 pub const MEMORY_COLLECT_USAGE_WITH_HOT_PAGE_CACHE: &str = "usageWithHotPageCache";
+/// Every memory collection policy.
+pub const MEMORY_COLLECT_POLICIES: [&str; 3] = [
+    MEMORY_COLLECT_USAGE_WITHOUT_PAGE_CACHE,
+    MEMORY_COLLECT_USAGE_WITH_PAGE_CACHE,
+    MEMORY_COLLECT_USAGE_WITH_HOT_PAGE_CACHE,
+];
 
 /// How the node agent collects and reports the metrics of a node.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]

@@ -210,6 +210,8 @@ fn decode_typed(
             into.pods.push(Viewed { object: pod, view });
         }
         ("", "ConfigMap") => into.config_maps.push(typed!()),
+        ("", "Namespace") => into.namespaces.push(typed!()),
+        ("scheduling.k8s.io", "PriorityClass") => into.priority_classes.push(typed!()),
         ("slo.koordinator.sh", "NodeMetric") => into.node_metrics.push(typed!()),
         ("slo.koordinator.sh", "NodeSLO") => into.node_slos.push(typed!()),
         ("config.koordinator.sh", "ClusterColocationProfile") => {

@@ -323,3 +323,17 @@ fn yaml_fast_path_loads_what_the_json_path_loads() {
         assert_eq!(format!("{fast:?}"), format!("{slow:?}"), "{name}");
     }
 }
+
+#[test]
+fn namespaces_and_priority_classes_load() {
+    let text = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: batch\n  labels:\n    team: ml\n---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n  name: koord-batch\nvalue: 5500\npreemptionPolicy: Never\n";
+    let s = snapshot(text);
+    assert_eq!(s.namespaces.len(), 1);
+    assert_eq!(s.priority_classes.len(), 1);
+    assert_eq!(s.object_count(), 2);
+    assert!(s.skipped_kinds.is_empty());
+    assert_eq!(s.priority_classes[0].value, 5500);
+    assert_eq!(s.priority_classes[0].preemption_policy.as_deref(), Some("Never"));
+    let labels = s.namespaces[0].metadata.labels.as_ref().unwrap();
+    assert_eq!(labels.get("team").map(String::as_str), Some("ml"));
+}

@@ -1,0 +1,6 @@
+//! NodeSLO keys (skeleton).
+
+/// Placeholder.
+pub struct SloKeys;
+/// Placeholder.
+pub struct NodeStrategies;

@@ -1,0 +1,21 @@
+//! # kolo-manager
+//!
+//! The decisions of kolo's manager, as pure functions of (cluster state,
+//! configuration, time), plus the admission webhook server:
+//!
+//! * [`config`]: the `slo-controller-config` ConfigMap, parsed key by key,
+//!   layered per node, and kept at its last good value;
+//! * [`noderesource`]: batch and mid allocatable of a node, with every term
+//!   of the formula, update throttling and degradation;
+//! * [`nodemetric`]: the NodeMetric spec (collect policy) of each node;
+//! * [`nodeslo`]: the NodeSLO spec of each node;
+//! * [`webhook`]: pod mutation (ClusterColocationProfile, resource
+//!   translation) and validation, and the HTTPS server that serves them.
+//!
+//! Only [`webhook::server`] does I/O; everything else is deterministic.
+
+pub mod config;
+pub mod nodemetric;
+pub mod noderesource;
+pub mod nodeslo;
+pub mod webhook;

@@ -1,0 +1,1 @@
+//! The NodeMetric spec of each node.

@@ -1,0 +1,1 @@
+//! Batch and mid allocatable. (Skeleton: filled in by the noderesource work.)

@@ -1,0 +1,1 @@
+//! The NodeSLO spec of each node.

@@ -1,0 +1,1 @@
+//! The admission webhook HTTPS server. (Skeleton: filled in by the server work.)
