@@ -228,8 +228,11 @@ mod tests {
         );
         let err = LabelSelector::compile(&selector(&[], &[("a", "In", &[])])).unwrap_err();
         assert!(err.to_string().starts_with("matchExpressions[0].values:"), "{err}");
-        let err = LabelSelector::compile(&selector(&[], &[("a", "Exists", &[]), ("b", "Exists", &["x"])]))
-            .unwrap_err();
+        let err = LabelSelector::compile(&selector(
+            &[],
+            &[("a", "Exists", &[]), ("b", "Exists", &["x"])],
+        ))
+        .unwrap_err();
         assert!(err.to_string().starts_with("matchExpressions[1].values:"), "{err}");
     }
 }

@@ -330,7 +330,10 @@ impl ConfigKey for ColocationCfg {
             node.strategy.validate().map_err(|e| e.under(&at))?;
             if let Some(selector) = &node.node_selector {
                 LabelSelector::compile(selector).map_err(|e| {
-                    FieldError::new(format!("{at}.nodeSelector.{}", selector_path(&e)), e.to_string())
+                    FieldError::new(
+                        format!("{at}.nodeSelector.{}", selector_path(&e)),
+                        e.to_string(),
+                    )
                 })?;
             }
         }
@@ -363,7 +366,8 @@ impl ResolvedColocation {
             .map(|n| {
                 // Validation compiled the selector already; a failure here
                 // cannot happen, and would only make the override match nothing.
-                let selector = n.node_selector.as_ref().and_then(|s| LabelSelector::compile(s).ok());
+                let selector =
+                    n.node_selector.as_ref().and_then(|s| LabelSelector::compile(s).ok());
                 (n.name.clone(), selector, layer(&cluster, &n.strategy))
             })
             .collect();
@@ -490,7 +494,8 @@ mod tests {
         assert!(w.is_empty());
         assert_eq!(gpu.cpu_reclaim_threshold(), 50, "first matching override wins");
         assert!(gpu.is_enabled(), "inherits cluster enable");
-        let (other, _) = node_colocation_strategy(&resolved, "n2", &labels(&[("pool", "cpu")]), None);
+        let (other, _) =
+            node_colocation_strategy(&resolved, "n2", &labels(&[("pool", "cpu")]), None);
         assert_eq!(other.cpu_reclaim_threshold(), 70);
     }
 
@@ -519,7 +524,9 @@ mod tests {
         let (s, warnings) = node_colocation_strategy(&resolved, "n1", &labels(&[]), Some("{oops"));
         assert!(s.is_enabled(), "a bad annotation must not disable co-location");
         assert_eq!(warnings.len(), 1);
-        assert!(warnings[0].starts_with("node n1: annotation node.koordinator.sh/colocation-strategy:"));
+        assert!(
+            warnings[0].starts_with("node n1: annotation node.koordinator.sh/colocation-strategy:")
+        );
     }
 
     #[test]
@@ -530,8 +537,14 @@ mod tests {
             (r#"{"midCPUThresholdPercent":101}"#, "$.midCPUThresholdPercent"),
             (r#"{"midReclaimMode":"dynamic"}"#, "$.midReclaimMode"),
             (r#"{"metricMemoryCollectPolicy":"all"}"#, "$.metricMemoryCollectPolicy"),
-            (r#"{"metricAggregatePolicy":{"durations":["5m","soon"]}}"#, "$.metricAggregatePolicy.durations[1]"),
-            (r#"{"nodeConfigs":[{},{"degradeTimeMinutes":0}]}"#, "$.nodeConfigs[1].degradeTimeMinutes"),
+            (
+                r#"{"metricAggregatePolicy":{"durations":["5m","soon"]}}"#,
+                "$.metricAggregatePolicy.durations[1]",
+            ),
+            (
+                r#"{"nodeConfigs":[{},{"degradeTimeMinutes":0}]}"#,
+                "$.nodeConfigs[1].degradeTimeMinutes",
+            ),
             (
                 r#"{"nodeConfigs":[{"nodeSelector":{"matchExpressions":[{"key":"a","operator":"Near"}]}}]}"#,
                 "$.nodeConfigs[0].nodeSelector.matchExpressions[0].operator",

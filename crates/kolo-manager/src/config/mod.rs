@@ -18,10 +18,14 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 pub use self::colocation::{
-    CalculatePolicy, ColocationCfg, ColocationStrategy, NodeColocationCfg, node_colocation_strategy,
+    CalculatePolicy, ColocationCfg, ColocationStrategy, NodeColocationCfg, ResolvedColocation,
+    node_colocation_strategy,
 };
 pub use self::merge::{merge_json, merge_typed};
-pub use self::slo::{NodeStrategies, SloKeys};
+pub use self::slo::{
+    HostApplicationCfg, NodeStrategies, ResolvedStrategies, SloKeys, SloStrategy,
+    default_resource_qos,
+};
 pub use self::store::{ConfigStatus, SloConfig, SloConfigStore};
 
 /// Default namespace of the `slo-controller-config` ConfigMap (Koordinator's,
@@ -219,7 +223,10 @@ mod tests {
         let err = parse_key::<Probe>(Some(&data(r#"{"items":[{},{"percent":"x"}]}"#))).unwrap_err();
         assert_eq!(err.key, "probe-config");
         assert_eq!(err.path, "$.items[1].percent");
-        assert!(err.to_string().starts_with("probe-config: $.items[1].percent: invalid type"), "{err}");
+        assert!(
+            err.to_string().starts_with("probe-config: $.items[1].percent: invalid type"),
+            "{err}"
+        );
     }
 
     #[test]
