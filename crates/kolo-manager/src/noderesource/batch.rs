@@ -103,6 +103,7 @@ pub struct BatchTerms {
     pub annotation_reserved: Option<CpuMem>,
     /// The number of CPUs in the annotation's `reservedCPUs`, if set (it
     /// replaces `resources.cpu`).
+    #[serde(rename = "reservedCPUs")]
     pub reserved_cpus: Option<u32>,
     /// `Max(kubeletReserved, annotationReserved)`.
     pub node_reserved: CpuMem,

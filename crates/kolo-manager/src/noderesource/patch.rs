@@ -63,9 +63,10 @@ impl ColocationResource {
     }
 
     /// The canonical Kubernetes quantity string of `amount`, as the
-    /// reference writes it: CPU resources in decimal SI (`25000` is
-    /// written `25k`), memory in binary SI when it is a whole number of
-    /// Ki/Mi/Gi..., else in decimal SI (`33G`).
+    /// reference writes it (`resource.NewQuantity` and `String()`): CPU
+    /// resources in decimal SI (`25000` is written `25k`, `14800` stays
+    /// `14800`), memory in binary SI when it is a whole number of
+    /// Ki/Mi/Gi... (`32Gi`), else as plain bytes (`33000000000`).
     pub fn quantity(self, amount: i64) -> String {
         let format = if self.is_cpu() { Format::DecimalSI } else { Format::BinarySI };
         Quantity::from_value(amount, format).to_string()
@@ -135,7 +136,7 @@ impl ExtendedResources {
     ///                             mid_cpu: None, mid_memory: None };
     /// let patch = r.status_patch();
     /// assert_eq!(patch["status"]["allocatable"]["kubernetes.io/batch-cpu"], "25k");
-    /// assert_eq!(patch["status"]["capacity"]["kubernetes.io/batch-memory"], "33G");
+    /// assert_eq!(patch["status"]["capacity"]["kubernetes.io/batch-memory"], "33000000000");
     /// assert!(patch["status"]["allocatable"]["kubernetes.io/mid-cpu"].is_null());
     /// ```
     pub fn status_patch(&self) -> Value {
