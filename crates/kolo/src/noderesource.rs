@@ -24,7 +24,7 @@ use kolo_manager::config::{
 use kolo_manager::noderesource::explain::{Units, explain};
 use kolo_manager::noderesource::{
     BatchTerms, CpuMem, ExtendedResources, MidMode, MidTerms, NodeResource, ResetReason,
-    calculate_all, node_strategy, significant_change,
+    calculate_all, significant_change,
 };
 use serde::Serialize;
 
@@ -259,11 +259,7 @@ fn run_inner(args: &Args, out: &mut dyn Write) -> Result<(), NoderesourceError> 
             enabled: colocation.cluster.is_enabled(),
             forced: args.enable,
         },
-        nodes: nodes
-            .iter()
-            .zip(&results)
-            .map(|(view, result)| node_report(view, result, &colocation))
-            .collect(),
+        nodes: nodes.iter().zip(&results).map(|(view, result)| node_report(view, result)).collect(),
     };
     match args.output {
         Format::Json => {
@@ -331,9 +327,9 @@ fn find_config(maps: &[ConfigMap]) -> Option<&ConfigMap> {
         .or_else(|| maps.iter().find(named))
 }
 
-fn node_report(view: &NodeView, r: &NodeResource, colocation: &ResolvedColocation) -> NodeReport {
+fn node_report(view: &NodeView, r: &NodeResource) -> NodeReport {
     let current = ExtendedResources::from_status(view);
-    let threshold = node_strategy(colocation, view).0.diff_threshold();
+    let threshold = r.strategy.diff_threshold();
     let (state, degraded) = match &r.reset {
         None => ("computed", false),
         Some(reason) if reason.is_degraded() => ("degraded", true),

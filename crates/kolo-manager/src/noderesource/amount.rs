@@ -6,7 +6,7 @@
 //! A resource missing from a Kubernetes list counts as 0. That is exactly
 //! what the reference's `quotav1` helpers give here, because every input is
 //! non-negative once read (usages and requests are clamped at 0, see
-//! [`super::inputs`]): `Max(a, missing)` is `a = max(a, 0)`, and
+//! the `inputs` module): `Max(a, missing)` is `a = max(a, 0)`, and
 //! `Subtract(a, missing)` is `a - 0`.
 //!
 //! Arithmetic saturates at the `i64` bounds, so a pathological input can

@@ -111,6 +111,10 @@ pub struct NodeResource {
     pub resources: ExtendedResources,
     /// Problems with the node's labels and annotations that were skipped.
     pub warnings: Vec<String>,
+    /// The strategy the node was evaluated with (its update interval and
+    /// diff threshold drive [`update_needed`]). Not serialized.
+    #[serde(skip)]
+    pub strategy: ColocationStrategy,
 }
 
 /// A node's effective co-location strategy (cluster, first matching
@@ -143,6 +147,7 @@ pub fn calculate(inputs: &NodeInputs<'_>) -> NodeResource {
         mid: None,
         resources: ExtendedResources::NONE,
         warnings,
+        strategy: inputs.strategy.clone(),
     };
     let reset = if !inputs.cluster_enabled {
         Some(ResetReason::ClusterDisabled)
