@@ -127,7 +127,7 @@ impl LabelSelector {
     }
 
     /// Whether a label map satisfies every requirement.
-    pub fn matches<'a, M>(&self, labels: &'a M) -> bool
+    pub fn matches<M>(&self, labels: &M) -> bool
     where
         M: LabelMap + ?Sized,
     {

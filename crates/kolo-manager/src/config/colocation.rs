@@ -419,7 +419,8 @@ pub fn node_colocation_strategy(
             )),
         }
     }
-    let ratio_labels: [(&str, fn(&mut ColocationStrategy) -> &mut Option<i64>); 4] = [
+    type Field = fn(&mut ColocationStrategy) -> &mut Option<i64>;
+    let ratio_labels: [(&str, Field); 4] = [
         (kolo_api::names::label::NODE_CPU_RECLAIM_RATIO, |s| &mut s.cpu_reclaim_threshold_percent),
         (kolo_api::names::label::NODE_MEMORY_RECLAIM_RATIO, |s| {
             &mut s.memory_reclaim_threshold_percent
