@@ -158,6 +158,25 @@ pub fn list_items(doc: &str) -> Option<Vec<&str>> {
         }
     }
     items.push(&doc[item_start..end]);
+    // A top-level key twice (`cat list.yaml configmap.yaml` without `---`)
+    // must not be cut around: the full parser reports it as an error rather
+    // than letting the second object vanish.
+    // The header (up to and including `items:`) and the trailer hold the
+    // document's other top-level keys.
+    let mut keys: Vec<&str> = Vec::new();
+    for part in [&doc[..items_line], &doc[end..]] {
+        for line in part.lines() {
+            let Some((key, _)) = line.split_once(':') else { continue };
+            if key.is_empty() || key.starts_with([' ', '-', '#']) {
+                continue;
+            }
+            let key = key.trim_end().trim_matches(|c| c == '"' || c == '\'');
+            if keys.contains(&key) {
+                return None;
+            }
+            keys.push(key);
+        }
+    }
     Some(items)
 }
 

@@ -337,3 +337,16 @@ fn namespaces_and_priority_classes_load() {
     let labels = s.namespaces[0].metadata.labels.as_ref().unwrap();
     assert_eq!(labels.get("team").map(String::as_str), Some("ml"));
 }
+
+#[test]
+fn concatenated_objects_without_separator_are_an_error() {
+    // `cat node.yaml configmap.yaml` without a `---` between them.
+    let text = "apiVersion: v1\nkind: Node\nmetadata:\n  name: n1\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: slo-controller-config\ndata:\n  a: b\n";
+    let err = error(text);
+    assert!(err.contains("duplicate mapping key: apiVersion"), "{err}");
+    // The same with a `kind: List` first, whose items the fast path cuts out.
+    let list =
+        format!("{}apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n", kubectl_list(&[NODE]));
+    let err = error(&list);
+    assert!(err.contains("duplicate mapping key"), "{err}");
+}
