@@ -7,7 +7,9 @@ mod crds;
 mod inspect;
 mod manager;
 mod noderesource;
+mod nodeslo;
 mod schedule;
+mod slo_config;
 mod webhook;
 
 use std::io::Write;
@@ -81,6 +83,11 @@ enum Command {
     /// allocatable from a snapshot (nodes, pods, NodeMetrics) and explain
     /// every term of the formula (nothing is written anywhere).
     Noderesource(noderesource::Args),
+    /// What-if NodeSLO: render the NodeSLO kolo's manager would write for
+    /// each node of a snapshot from an slo-controller-config ConfigMap, and
+    /// check that ConfigMap (every malformed key is reported with its JSON
+    /// path). Nothing is written anywhere.
+    Nodeslo(nodeslo::Args),
     /// Try admission webhooks offline: mutate a pod with colocation
     /// profiles, or validate it, without a cluster.
     Webhook {
@@ -133,6 +140,9 @@ fn main() -> ExitCode {
         }
         Command::Noderesource(args) => {
             noderesource::run(&args, &mut std::io::stdout().lock()).map_err(CliError::Command)
+        }
+        Command::Nodeslo(args) => {
+            nodeslo::run(&args, &mut std::io::stdout().lock()).map_err(CliError::Command)
         }
         Command::Webhook { command } => {
             webhook::run(&command, &mut std::io::stdout().lock()).map_err(CliError::Command)

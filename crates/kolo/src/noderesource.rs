@@ -13,20 +13,19 @@ use std::error::Error;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use k8s_openapi::api::core::v1::ConfigMap;
 use kolo_core::clock::Timestamp;
 use kolo_core::node::NodeView;
 use kolo_core::snapshot::{Snapshot, SnapshotError};
 use kolo_manager::config::colocation::ResolvedColocation;
-use kolo_manager::config::{
-    ColocationCfg, ConfigKeyError, DEFAULT_CONFIG_NAME, DEFAULT_CONFIG_NAMESPACE, parse_key,
-};
+use kolo_manager::config::{ColocationCfg, ConfigKeyError, parse_key};
 use kolo_manager::noderesource::explain::{Units, explain};
 use kolo_manager::noderesource::{
     BatchTerms, CpuMem, ExtendedResources, MidMode, MidTerms, NodeResource, ResetReason,
     calculate_all, significant_change,
 };
 use serde::Serialize;
+
+use crate::slo_config::{FindConfigError, FoundConfig, find_config};
 
 /// Arguments of `kolo noderesource`.
 #[derive(Debug, clap::Args)]
@@ -73,21 +72,12 @@ pub enum Format {
 /// Why `kolo noderesource` could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum NoderesourceError {
-    /// A snapshot or the `--config` file could not be loaded.
+    /// A snapshot could not be loaded.
     #[error(transparent)]
     Snapshot(#[from] SnapshotError),
-    /// The `--config` file holds no ConfigMap.
-    #[error("{0}: no ConfigMap found")]
-    NoConfigMap(PathBuf),
-    /// The `--config` file holds several ConfigMaps, none of them named
-    /// `slo-controller-config`.
-    #[error("{path}: {count} ConfigMaps, none named {DEFAULT_CONFIG_NAME}")]
-    AmbiguousConfigMap {
-        /// The file.
-        path: PathBuf,
-        /// How many ConfigMaps it holds.
-        count: usize,
-    },
+    /// The ConfigMap could not be found.
+    #[error(transparent)]
+    FindConfig(#[from] FindConfigError),
     /// The ConfigMap's `colocation-config` key is malformed or invalid.
     #[error("ConfigMap {configmap} ({origin}): {error}")]
     Config {
@@ -276,37 +266,12 @@ fn load_config(
     path: Option<&Path>,
     snapshot: &Snapshot,
 ) -> Result<(ColocationCfg, String), NoderesourceError> {
-    let (configmap, origin) = match path {
-        Some(path) => {
-            let file = Snapshot::load(path)?;
-            let chosen = match (find_config(&file.config_maps), file.config_maps.as_slice()) {
-                (Some(cm), _) => cm.clone(),
-                (None, [only]) => only.clone(),
-                (None, []) => return Err(NoderesourceError::NoConfigMap(path.to_path_buf())),
-                (None, many) => {
-                    return Err(NoderesourceError::AmbiguousConfigMap {
-                        path: path.to_path_buf(),
-                        count: many.len(),
-                    });
-                }
-            };
-            (chosen, path.display().to_string())
-        }
-        None => match find_config(&snapshot.config_maps) {
-            Some(cm) => (cm.clone(), "the snapshot".to_string()),
-            None => {
-                return Ok((
-                    ColocationCfg::default(),
-                    "built-in defaults (no slo-controller-config ConfigMap)".to_string(),
-                ));
-            }
-        },
+    let Some(FoundConfig { configmap, name, origin }) = find_config(path, snapshot)? else {
+        return Ok((
+            ColocationCfg::default(),
+            "built-in defaults (no slo-controller-config ConfigMap)".to_string(),
+        ));
     };
-    let name = format!(
-        "{}/{}",
-        configmap.metadata.namespace.as_deref().unwrap_or_default(),
-        configmap.metadata.name.as_deref().unwrap_or_default()
-    );
     match parse_key::<ColocationCfg>(configmap.data.as_ref()) {
         Ok(Some(cfg)) => Ok((cfg, format!("ConfigMap {name} from {origin}"))),
         Ok(None) => Ok((
@@ -315,16 +280,6 @@ fn load_config(
         )),
         Err(error) => Err(NoderesourceError::Config { configmap: name, origin, error }),
     }
-}
-
-/// `koordinator-system/slo-controller-config`, else any ConfigMap named
-/// `slo-controller-config`.
-fn find_config(maps: &[ConfigMap]) -> Option<&ConfigMap> {
-    let named = |cm: &&ConfigMap| cm.metadata.name.as_deref() == Some(DEFAULT_CONFIG_NAME);
-    maps.iter()
-        .filter(named)
-        .find(|cm| cm.metadata.namespace.as_deref() == Some(DEFAULT_CONFIG_NAMESPACE))
-        .or_else(|| maps.iter().find(named))
 }
 
 fn node_report(view: &NodeView, r: &NodeResource) -> NodeReport {
