@@ -33,9 +33,11 @@
 //! known namespaces that lack it); the reference treats a failed namespace
 //! lookup as a match of every namespace selector.
 //!
-//! Mutation is idempotent: mutating its own output again (with profiles
-//! that apply, i.e. the same random outcomes) changes nothing, so the API
-//! server may reinvoke the webhook safely.
+//! Mutation is idempotent: mutating its own output again (given the same
+//! random outcomes) changes nothing, so the API server may reinvoke the
+//! webhook safely. The exception is a profile that selects on, or copies
+//! (key mappings), a label or annotation that a profile changes: the second
+//! pass then sees different input.
 
 pub mod extended_resource_spec;
 pub mod katalyst;

@@ -185,8 +185,8 @@ mod tests {
         assert_eq!(rng.next_u64(), before, "no randomness consumed at 0% and 100%");
     }
 
-    /// 50% means exactly the draws 0..50: over every residue the count is
-    /// exact, and over a long seeded run the frequency is close.
+    /// A percentage is that frequency: over a long seeded run the share of
+    /// applied draws is within 1% of it.
     #[test]
     fn percent_means_percent() {
         for percent in [1u8, 25, 50, 99] {

@@ -4,8 +4,9 @@
 //! scheduler creates for Reservations; a user pod carrying it would be
 //! treated as one. The reference's message names the wrong annotation
 //! (`reservation-allocated`, which an older version also forbade); kolo
-//! names the one found. `reservation-allocated` itself is not forbidden:
-//! the scheduler writes it on user pods through an update.
+//! names the one found. `reservation-allocated` itself is not forbidden
+//! (the current reference does not forbid it either): the scheduler records
+//! it on the user pods it places on reservations.
 
 use k8s_openapi::api::core::v1::Pod;
 use kolo_api::names::annotation;
