@@ -1,0 +1,30 @@
+//! # kolo-agent
+//!
+//! kolo's node agent, as composable pieces:
+//!
+//! * [`cgroup`]: one interface over cgroup v1 and v2 and both kubelet cgroup
+//!   drivers — paths, the v1 ↔ v2 file registry with value conversions,
+//!   per-file feature detection, typed readers, and an executor that applies
+//!   a batch of writes in a safe order;
+//! * [`collect`]: collectors for the node (`/proc`), pods and containers
+//!   (cgroups), pressure (PSI) and CPU topology (sysfs);
+//! * [`store`]: a bounded in-memory metric store answering avg / last /
+//!   percentiles over a window;
+//! * [`predictor`]: decaying-histogram peak predictor (prodReclaimable,
+//!   prodPeak) with checkpoints;
+//! * [`nodemetric`]: the NodeMetric status built from the store and predictor;
+//! * [`pods`]: where the pod list comes from (the kubelet, or a file).
+//!
+//! The shared vocabulary is [`PodRef`] (what the agent needs to know of a
+//! pod) and the samples in [`sample`].
+
+pub mod cgroup;
+pub mod collect;
+pub mod nodemetric;
+pub mod pod_ref;
+pub mod pods;
+pub mod predictor;
+pub mod sample;
+pub mod store;
+
+pub use pod_ref::{ContainerRef, PodRef};

@@ -1,0 +1,1 @@
+//! NodeMetric status builder. (Skeleton.)

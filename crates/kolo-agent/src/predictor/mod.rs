@@ -1,0 +1,1 @@
+//! Skeleton: filled in by the predictor work.
