@@ -179,6 +179,30 @@ impl WebhookMetrics {
             "Connections that failed, by stage",
             connection_errors.clone(),
         );
+        // Every counter series exists from the start, at zero, so that
+        // rates and alerts on them work before the first event.
+        for webhook in [WebhookKind::Mutate, WebhookKind::Validate] {
+            for outcome in [
+                Outcome::Unchanged,
+                Outcome::Patched,
+                Outcome::Allowed,
+                Outcome::Denied,
+                Outcome::Ignored,
+                Outcome::FailedOpen,
+                Outcome::BadRequest,
+                Outcome::TooLarge,
+            ] {
+                requests.get_or_create(&RequestLabels { webhook, outcome });
+            }
+            for reason in
+                [FailureReason::Panic, FailureReason::Timeout, FailureReason::UndecodablePod]
+            {
+                failures.get_or_create(&FailureLabels { webhook, reason });
+            }
+        }
+        for stage in [ConnectionStage::TlsHandshake, ConnectionStage::Http] {
+            connection_errors.get_or_create(&ConnectionLabels { stage });
+        }
         WebhookMetrics { registry, requests, duration, failures, connection_errors }
     }
 
@@ -245,6 +269,11 @@ mod tests {
             "{text}"
         );
         assert_eq!(metrics.requests(WebhookKind::Mutate, Outcome::Patched), 1);
+        // Series that saw no event are there at zero.
+        assert!(
+            text.contains(r#"kolo_webhook_handler_failures_total{webhook="mutate",reason="panic"} 0"#),
+            "{text}"
+        );
         assert!(text.ends_with("# EOF\n"), "{text}");
     }
 }
