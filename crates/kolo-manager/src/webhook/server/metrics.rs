@@ -192,16 +192,16 @@ impl WebhookMetrics {
                 Outcome::BadRequest,
                 Outcome::TooLarge,
             ] {
-                requests.get_or_create(&RequestLabels { webhook, outcome });
+                let _ = requests.get_or_create(&RequestLabels { webhook, outcome });
             }
             for reason in
                 [FailureReason::Panic, FailureReason::Timeout, FailureReason::UndecodablePod]
             {
-                failures.get_or_create(&FailureLabels { webhook, reason });
+                let _ = failures.get_or_create(&FailureLabels { webhook, reason });
             }
         }
         for stage in [ConnectionStage::TlsHandshake, ConnectionStage::Http] {
-            connection_errors.get_or_create(&ConnectionLabels { stage });
+            let _ = connection_errors.get_or_create(&ConnectionLabels { stage });
         }
         WebhookMetrics { registry, requests, duration, failures, connection_errors }
     }
