@@ -119,9 +119,10 @@ fn main() {
 
     let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
     let snapshot = Snapshot::load(&fixtures.join("profiles.yaml")).expect("profiles");
-    let pod: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(fixtures.join("deployment-pod.json")).unwrap())
-            .unwrap();
+    let pod: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(fixtures.join("deployment-pod.json")).unwrap(),
+    )
+    .unwrap();
     let review = json!({
         "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
         "request": {
@@ -177,7 +178,16 @@ fn main() {
     );
     println!(
         "{:>8} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>12}",
-        "rate/s", "achieved/s", "p50 µs", "p90 µs", "p99 µs", "p99.9 µs", "max µs", "lag p99", "errors", "requests"
+        "rate/s",
+        "achieved/s",
+        "p50 µs",
+        "p90 µs",
+        "p99 µs",
+        "p99.9 µs",
+        "max µs",
+        "lag p99",
+        "errors",
+        "requests"
     );
     for rate in rates {
         let (senders, receivers): (Vec<_>, Vec<_>) =

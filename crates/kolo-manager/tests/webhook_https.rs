@@ -88,7 +88,11 @@ impl TestServer {
         TestServer::start_with(webhook, resolver, generated.ca_cert_pem).await
     }
 
-    async fn start_with(webhook: Webhook, resolver: Arc<CertResolver>, ca_pem: String) -> TestServer {
+    async fn start_with(
+        webhook: Webhook,
+        resolver: Arc<CertResolver>,
+        ca_pem: String,
+    ) -> TestServer {
         let metrics = webhook.metrics();
         let config = tls::server_config(resolver).unwrap();
         let server =
@@ -216,7 +220,10 @@ impl AdmissionHandler for Injected {
 /// computed as the real decision does (from the pod to the mutated pod).
 fn label_mutation(request: &PodAdmission) -> MutateOutcome {
     let mut pod = request.pod.clone();
-    pod.metadata.labels.get_or_insert_default().insert("injected".into(), request.namespace.clone());
+    pod.metadata
+        .labels
+        .get_or_insert_default()
+        .insert("injected".into(), request.namespace.clone());
     pod.spec.as_mut().unwrap().scheduler_name = Some("kolo-scheduler".into());
     let before = serde_json::to_value(&request.pod).unwrap();
     let after = serde_json::to_value(&pod).unwrap();
@@ -230,9 +237,10 @@ fn label_mutation(request: &PodAdmission) -> MutateOutcome {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn patches_travel_as_base64_json_patch_and_apply_to_the_pod() {
     let handler = Injected::new(label_mutation, |_| ValidateOutcome::Allowed);
-    let server =
-        TestServer::start(Webhook::new(SharedState::new(AdmissionState::default())).with_handler(handler))
-            .await;
+    let server = TestServer::start(
+        Webhook::new(SharedState::new(AdmissionState::default())).with_handler(handler),
+    )
+    .await;
     let pod = pod();
     let response = server.admit("/mutate-pod", &review("uid-1", &pod)).await;
     assert_eq!(response["allowed"], true);
@@ -261,9 +269,10 @@ async fn denials_carry_403_and_every_message() {
             ])
         },
     );
-    let server =
-        TestServer::start(Webhook::new(SharedState::new(AdmissionState::default())).with_handler(handler))
-            .await;
+    let server = TestServer::start(
+        Webhook::new(SharedState::new(AdmissionState::default())).with_handler(handler),
+    )
+    .await;
     let response = server.admit("/validate-pod", &review("uid-v", &pod())).await;
     assert_eq!(response["allowed"], false);
     assert!(response.get("patch").is_none());
@@ -292,22 +301,20 @@ async fn denials_carry_403_and_every_message() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panicking_decision_answers_allowed_unchanged_and_is_counted() {
-    let handler = Injected::new(
-        |_| panic!("injected mutation bug"),
-        |_| panic!("injected validation bug"),
-    );
-    let server =
-        TestServer::start(Webhook::new(SharedState::new(AdmissionState::default())).with_handler(handler))
-            .await;
-    for (path, webhook) in [("/mutate-pod", WebhookKind::Mutate), ("/validate-pod", WebhookKind::Validate)] {
+    let handler =
+        Injected::new(|_| panic!("injected mutation bug"), |_| panic!("injected validation bug"));
+    let server = TestServer::start(
+        Webhook::new(SharedState::new(AdmissionState::default())).with_handler(handler),
+    )
+    .await;
+    for (path, webhook) in
+        [("/mutate-pod", WebhookKind::Mutate), ("/validate-pod", WebhookKind::Validate)]
+    {
         let response = server.admit(path, &review("uid-p", &pod())).await;
         assert_eq!(response["allowed"], true, "{response}");
         assert!(response.get("patch").is_none(), "{response}");
         assert!(response.get("status").is_none(), "{response}");
-        assert!(
-            response["warnings"][0].as_str().unwrap().ends_with("(panic)"),
-            "{response}"
-        );
+        assert!(response["warnings"][0].as_str().unwrap().ends_with("(panic)"), "{response}");
         assert_eq!(server.metrics.failures(webhook, FailureReason::Panic), 1);
         assert_eq!(server.metrics.requests(webhook, Outcome::FailedOpen), 1);
     }
@@ -341,7 +348,9 @@ async fn a_slow_decision_times_out_allowed_unchanged() {
             .with_limits(limits),
     )
     .await;
-    for (path, webhook) in [("/mutate-pod", WebhookKind::Mutate), ("/validate-pod", WebhookKind::Validate)] {
+    for (path, webhook) in
+        [("/mutate-pod", WebhookKind::Mutate), ("/validate-pod", WebhookKind::Validate)]
+    {
         let start = Instant::now();
         let response = server.admit(path, &review("uid-t", &pod())).await;
         let elapsed = start.elapsed();
@@ -377,10 +386,9 @@ async fn oversize_bodies_get_413_and_are_counted() {
     // The same body chunked, without Content-Length: refused while reading.
     let body = review("uid-big", &big).to_string();
     let mut stream = server.tls_stream().await;
-    let mut request = format!(
-        "POST /validate-pod HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n"
-    )
-    .into_bytes();
+    let mut request = b"POST /validate-pod HTTP/1.1\r\nhost: localhost\r\n\
+        content-type: application/json\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n"
+        .to_vec();
     for chunk in body.as_bytes().chunks(16 * 1024) {
         request.extend_from_slice(format!("{:x}\r\n", chunk.len()).as_bytes());
         request.extend_from_slice(chunk);
@@ -465,17 +473,24 @@ async fn sub_resources_other_kinds_and_deletes_are_allowed_without_a_decision() 
     status_update["request"]["subResource"] = json!("status");
     status_update["request"]["operation"] = json!("UPDATE");
     status_update["request"]["oldObject"] = pod();
-    let mut binding = review("uid-b", &json!({
-        "apiVersion": "v1", "kind": "Binding",
-        "metadata": {"name": "checkout-1", "namespace": "shop"},
-        "target": {"apiVersion": "v1", "kind": "Node", "name": "node-1"},
-    }));
+    let mut binding = review(
+        "uid-b",
+        &json!({
+            "apiVersion": "v1", "kind": "Binding",
+            "metadata": {"name": "checkout-1", "namespace": "shop"},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": "node-1"},
+        }),
+    );
     binding["request"]["subResource"] = json!("binding");
     binding["request"]["kind"] = json!({"group": "", "version": "v1", "kind": "Binding"});
-    let mut deployment = review("uid-d", &json!({"apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": "checkout"}, "spec": {}}));
+    let mut deployment = review(
+        "uid-d",
+        &json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "checkout"}, "spec": {}}),
+    );
     deployment["request"]["kind"] = json!({"group": "apps", "version": "v1", "kind": "Deployment"});
-    deployment["request"]["resource"] = json!({"group": "apps", "version": "v1", "resource": "deployments"});
+    deployment["request"]["resource"] =
+        json!({"group": "apps", "version": "v1", "resource": "deployments"});
     let mut delete = review("uid-del", &Value::Null);
     delete["request"]["operation"] = json!("DELETE");
     delete["request"]["oldObject"] = pod();
@@ -589,7 +604,10 @@ async fn real_mutation_applies_the_matching_profile() {
     // Profile `colocate-batch` (Koordinator spec §4.2), and only it.
     assert_eq!(labels["koordinator.sh/qosClass"], "BE");
     assert_eq!(labels["a"], "b");
-    assert!(labels.get("kolo.example/profile").is_none(), "a non-matching profile applied: {labels}");
+    assert!(
+        labels.get("kolo.example/profile").is_none(),
+        "a non-matching profile applied: {labels}"
+    );
     assert_eq!(labels["app.kubernetes.io/name"], "checkout", "existing labels kept");
     assert_eq!(patched["spec"]["schedulerName"], "kolo-scheduler");
     assert_eq!(patched["spec"]["priorityClassName"], "koord-batch");

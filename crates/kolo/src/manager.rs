@@ -122,8 +122,7 @@ pub fn run(command: Command) -> Result<(), Box<dyn std::error::Error + Send + Sy
 fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder =
-        tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
@@ -208,7 +207,8 @@ fn run_webhook(args: WebhookArgs) -> Result<(), ManagerError> {
             ..Limits::default()
         };
         let webhook = Webhook::new(SharedState::new(state)).with_limits(limits);
-        let server = WebhookServer::bind(args.listen, tls::server_config(resolver)?, webhook).await?;
+        let server =
+            WebhookServer::bind(args.listen, tls::server_config(resolver)?, webhook).await?;
         server.serve(shutdown_signal()).await;
         tracing::info!("stopped");
         Ok(())

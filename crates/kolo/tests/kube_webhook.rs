@@ -65,7 +65,12 @@ impl Drop for Cleanup<'_> {
             // Pods wait for a kubelet to confirm graceful deletion; there is
             // none, so they are deleted at once.
             vec!["delete", "pods", "-n", &self.namespace, "--all", "--grace-period=0", "--force"],
-            vec!["delete", "clustercolocationprofile,priorityclass", &self.name, "--ignore-not-found"],
+            vec![
+                "delete",
+                "clustercolocationprofile,priorityclass",
+                &self.name,
+                "--ignore-not-found",
+            ],
             vec!["delete", "namespace", &self.namespace, "--wait=false", "--ignore-not-found"],
         ];
         for args in steps {
@@ -293,8 +298,7 @@ fn pods_created_through_the_api_server_are_mutated_and_validated() {
         assert!(Instant::now() < deadline, "the webhook did not listen:\n{}", webhook.log());
         std::thread::sleep(Duration::from_millis(50));
     }
-    let ca_bundle =
-        base64::engine::general_purpose::STANDARD.encode(std::fs::read(&ca).unwrap());
+    let ca_bundle = base64::engine::general_purpose::STANDARD.encode(std::fs::read(&ca).unwrap());
 
     // 4. Register it for the test namespace only.
     for configuration in
@@ -354,12 +358,16 @@ fn pods_created_through_the_api_server_are_mutated_and_validated() {
     );
     assert_eq!(
         quantities(&app["limits"]),
-        quantities(&json!({"kubernetes.io/batch-cpu": "2000", "kubernetes.io/batch-memory": "2Gi"})),
+        quantities(
+            &json!({"kubernetes.io/batch-cpu": "2000", "kubernetes.io/batch-memory": "2Gi"})
+        ),
         "{created:#}"
     );
     assert_eq!(
         quantities(&spec["containers"][1]["resources"]["requests"]),
-        quantities(&json!({"kubernetes.io/batch-cpu": "100", "kubernetes.io/batch-memory": "128Mi"})),
+        quantities(
+            &json!({"kubernetes.io/batch-cpu": "100", "kubernetes.io/batch-memory": "128Mi"})
+        ),
         "{created:#}"
     );
 
@@ -381,15 +389,15 @@ fn pods_created_through_the_api_server_are_mutated_and_validated() {
         json!({"requests": {"kubernetes.io/batch-cpu": "100", "kubernetes.io/batch-memory": "128Mi"},
                "limits": {"kubernetes.io/batch-cpu": "100", "kubernetes.io/batch-memory": "128Mi"}}),
     );
-    let (_, output) = try_run(
-        kubectl(&config).args(["create", "-f", "-"]),
-        Some(invalid.to_string().as_bytes()),
-    );
+    let (_, output) =
+        try_run(kubectl(&config).args(["create", "-f", "-"]), Some(invalid.to_string().as_bytes()));
     let message = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success(), "the pod was admitted:\n{}", webhook.log());
     assert!(
-        message.contains(&format!("admission webhook \"validate-pod.{name}.kolo.test\" denied the request"))
-            && message.contains("must specify koordinator QoS BE with koordinator colocation resources"),
+        message.contains(&format!(
+            "admission webhook \"validate-pod.{name}.kolo.test\" denied the request"
+        )) && message
+            .contains("must specify koordinator QoS BE with koordinator colocation resources"),
         "{message}"
     );
 

@@ -103,11 +103,9 @@ pub struct Review {
 /// Decodes an AdmissionReview body.
 pub fn decode_review(body: &[u8]) -> Result<Review, ReviewError> {
     let mut deserializer = serde_json::Deserializer::from_slice(body);
-    let review: ReviewIn =
-        serde_path_to_error::deserialize(&mut deserializer).map_err(|e| ReviewError::Json {
-            path: e.path().to_string(),
-            message: e.inner().to_string(),
-        })?;
+    let review: ReviewIn = serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
+        ReviewError::Json { path: e.path().to_string(), message: e.inner().to_string() }
+    })?;
     deserializer
         .end()
         .map_err(|e| ReviewError::Json { path: ".".to_string(), message: e.to_string() })?;
@@ -138,7 +136,8 @@ pub enum Skip {
 
 /// Whether the decision should see this request.
 pub fn skip_reason(request: &RequestIn) -> Option<Skip> {
-    let is_pod = |gvk: &GroupVersionKind| gvk.group.is_empty() && gvk.version == "v1" && gvk.kind == "Pod";
+    let is_pod =
+        |gvk: &GroupVersionKind| gvk.group.is_empty() && gvk.version == "v1" && gvk.kind == "Pod";
     if request.sub_resource.as_deref().is_some_and(|s| !s.is_empty()) {
         Some(Skip::SubResource)
     } else if !is_pod(&request.kind) || request.resource.resource != "pods" {
@@ -379,9 +378,13 @@ mod tests {
         let err = decode_review(b"{} x").unwrap_err().to_string();
         assert!(err.starts_with("not an AdmissionReview: .: trailing characters"), "{err}");
         let err = decode_review(br#"{"apiVersion":"v1","kind":"Pod"}"#).unwrap_err().to_string();
-        assert_eq!(err, r#"apiVersion "v1" is not admission.k8s.io/v1 (or admission.k8s.io/v1beta1)"#);
-        let err = decode_review(br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}"#)
-            .unwrap_err();
+        assert_eq!(
+            err,
+            r#"apiVersion "v1" is not admission.k8s.io/v1 (or admission.k8s.io/v1beta1)"#
+        );
+        let err =
+            decode_review(br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}"#)
+                .unwrap_err();
         assert!(matches!(err, ReviewError::NoRequest));
     }
 
@@ -392,7 +395,10 @@ mod tests {
             json!({"requests": {"cpu": ["not", "a", "quantity"]}});
         let review = decode_review(&review(request)).unwrap();
         let err = pod_admission(&review.request).unwrap_err();
-        assert!(err.starts_with("request.object.spec.containers[0].resources.requests.cpu:"), "{err}");
+        assert!(
+            err.starts_with("request.object.spec.containers[0].resources.requests.cpu:"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -402,7 +408,8 @@ mod tests {
         binding["kind"] = json!({"group": "", "version": "v1", "kind": "Binding"});
         let mut deployment = pod_request();
         deployment["kind"] = json!({"group": "apps", "version": "v1", "kind": "Deployment"});
-        deployment["resource"] = json!({"group": "apps", "version": "v1", "resource": "deployments"});
+        deployment["resource"] =
+            json!({"group": "apps", "version": "v1", "resource": "deployments"});
         let mut delete = pod_request();
         delete["operation"] = json!("DELETE");
         delete["oldObject"] = delete["object"].take();

@@ -256,7 +256,9 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains(r#"kolo_webhook_handler_failures_total{webhook="validate",reason="timeout"} 1"#),
+            text.contains(
+                r#"kolo_webhook_handler_failures_total{webhook="validate",reason="timeout"} 1"#
+            ),
             "{text}"
         );
         // 80 µs falls in the 100 µs bucket (25, 50, 100, ...).
@@ -271,7 +273,9 @@ mod tests {
         assert_eq!(metrics.requests(WebhookKind::Mutate, Outcome::Patched), 1);
         // Series that saw no event are there at zero.
         assert!(
-            text.contains(r#"kolo_webhook_handler_failures_total{webhook="mutate",reason="panic"} 0"#),
+            text.contains(
+                r#"kolo_webhook_handler_failures_total{webhook="mutate",reason="panic"} 0"#
+            ),
             "{text}"
         );
         assert!(text.ends_with("# EOF\n"), "{text}");

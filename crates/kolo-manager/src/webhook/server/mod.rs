@@ -234,7 +234,10 @@ impl Webhook {
             Ok(body) => body,
             Err(BodyError::TooLarge(message)) => {
                 tracing::warn!(webhook = webhook.as_str(), "{message}");
-                return (Outcome::TooLarge, (StatusCode::PAYLOAD_TOO_LARGE, message).into_response());
+                return (
+                    Outcome::TooLarge,
+                    (StatusCode::PAYLOAD_TOO_LARGE, message).into_response(),
+                );
             }
             Err(BodyError::Read(message)) => {
                 tracing::warn!(webhook = webhook.as_str(), "reading the request body: {message}");
@@ -466,20 +469,24 @@ impl WebhookServer {
                 (tls.clone(), service.clone(), http.clone(), Arc::clone(&metrics));
             let watcher = graceful.watcher();
             tokio::spawn(async move {
-                let stream =
-                    match tokio::time::timeout(limits.handshake_timeout, tls.accept(stream)).await {
-                        Ok(Ok(stream)) => stream,
-                        Ok(Err(error)) => {
-                            tracing::debug!(%peer, %error, "TLS handshake failed");
-                            metrics.observe_connection_error(ConnectionStage::TlsHandshake);
-                            return;
-                        }
-                        Err(_) => {
-                            tracing::debug!(%peer, "TLS handshake timed out");
-                            metrics.observe_connection_error(ConnectionStage::TlsHandshake);
-                            return;
-                        }
-                    };
+                let stream = match tokio::time::timeout(
+                    limits.handshake_timeout,
+                    tls.accept(stream),
+                )
+                .await
+                {
+                    Ok(Ok(stream)) => stream,
+                    Ok(Err(error)) => {
+                        tracing::debug!(%peer, %error, "TLS handshake failed");
+                        metrics.observe_connection_error(ConnectionStage::TlsHandshake);
+                        return;
+                    }
+                    Err(_) => {
+                        tracing::debug!(%peer, "TLS handshake timed out");
+                        metrics.observe_connection_error(ConnectionStage::TlsHandshake);
+                        return;
+                    }
+                };
                 let connection = http.serve_connection(TokioIo::new(stream), service);
                 if let Err(error) = watcher.watch(connection).await {
                     tracing::debug!(%peer, %error, "connection ended with an error");
@@ -488,7 +495,10 @@ impl WebhookServer {
             });
         }
         drop(listener);
-        tracing::info!(connections = graceful.count(), "shutting down the admission webhook server");
+        tracing::info!(
+            connections = graceful.count(),
+            "shutting down the admission webhook server"
+        );
         if tokio::time::timeout(limits.shutdown_grace, graceful.shutdown()).await.is_err() {
             tracing::warn!("open connections did not finish within the shutdown grace period");
         }

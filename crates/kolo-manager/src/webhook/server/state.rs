@@ -90,7 +90,10 @@ pub fn state_from_snapshot(snapshot: &Snapshot) -> AdmissionState {
             let name = pc.metadata.name.clone()?;
             Some((
                 name,
-                PriorityClassInfo { value: pc.value, preemption_policy: pc.preemption_policy.clone() },
+                PriorityClassInfo {
+                    value: pc.value,
+                    preemption_policy: pc.preemption_policy.clone(),
+                },
             ))
         })
         .collect();

@@ -168,8 +168,11 @@ pub fn generate_self_signed(
     ca_params.distinguished_name = DistinguishedName::new();
     ca_params.distinguished_name.push(DnType::CommonName, "kolo-webhook-ca");
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
-    ca_params.key_usages =
-        vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+    ca_params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
     validity(&mut ca_params, options.validity_days);
     let ca_key = KeyPair::generate().map_err(gen_err("CA"))?;
     let ca = CertifiedIssuer::self_signed(ca_params, ca_key).map_err(gen_err("CA"))?;
@@ -218,9 +221,10 @@ pub fn certified_key_from_pem(
 }
 
 fn parse_certs(pem: &[u8], what: &str) -> Result<Vec<CertificateDer<'static>>, TlsError> {
-    let certs = rustls_pemfile::certs(&mut &pem[..]).collect::<Result<Vec<_>, _>>().map_err(
-        |e| TlsError::Pem { what: what.to_string(), message: format!("bad certificate PEM: {e}") },
-    )?;
+    let certs =
+        rustls_pemfile::certs(&mut &pem[..]).collect::<Result<Vec<_>, _>>().map_err(|e| {
+            TlsError::Pem { what: what.to_string(), message: format!("bad certificate PEM: {e}") }
+        })?;
     if certs.is_empty() {
         return Err(TlsError::Pem {
             what: what.to_string(),
@@ -254,7 +258,8 @@ pub fn load_pem_files(cert: &Path, key: &Path) -> Result<Arc<CertifiedKey>, TlsE
 
 /// Writes `text` to `path` (creating or truncating it).
 pub fn write_pem(path: &Path, text: &str) -> Result<(), TlsError> {
-    std::fs::write(path, text).map_err(|source| TlsError::Write { path: path.to_path_buf(), source })
+    std::fs::write(path, text)
+        .map_err(|source| TlsError::Write { path: path.to_path_buf(), source })
 }
 
 /// The serving certificate, replaceable while the server runs: new
@@ -371,9 +376,8 @@ mod tests {
         certified.keys_match().unwrap();
         assert_eq!(certified.cert.len(), 2, "serving certificate and CA");
         client_config(generated.ca_cert_pem.as_bytes()).unwrap();
-        let decoded = base64::engine::general_purpose::STANDARD
-            .decode(generated.ca_bundle_base64())
-            .unwrap();
+        let decoded =
+            base64::engine::general_purpose::STANDARD.decode(generated.ca_bundle_base64()).unwrap();
         assert_eq!(decoded, generated.ca_cert_pem.as_bytes());
         assert!(!format!("{generated:?}").contains("PRIVATE KEY"));
     }
@@ -383,8 +387,8 @@ mod tests {
         let err = certified_key_from_pem(b"nothing here", b"", "x.pem").unwrap_err();
         assert_eq!(err.to_string(), "x.pem: no CERTIFICATE block found");
         let generated = generate_self_signed(&SelfSignedOptions::default()).unwrap();
-        let err = certified_key_from_pem(generated.cert_chain_pem.as_bytes(), b"", "y.pem")
-            .unwrap_err();
+        let err =
+            certified_key_from_pem(generated.cert_chain_pem.as_bytes(), b"", "y.pem").unwrap_err();
         assert!(err.to_string().starts_with("y.pem: no PRIVATE KEY block"), "{err}");
         // A key that is not the certificate's.
         let other = generate_self_signed(&SelfSignedOptions::default()).unwrap();
