@@ -159,7 +159,7 @@ fn run_webhook(args: WebhookArgs) -> Result<(), ManagerError> {
         .thread_name("kolo-webhook")
         .build()
         .map_err(ManagerError::Runtime)?;
-    runtime.block_on(async move {
+    let result = runtime.block_on(async move {
         let resolver = match (&args.tls_cert, &args.tls_key) {
             (Some(cert), Some(key)) => {
                 let resolver = CertResolver::new(tls::load_pem_files(cert, key)?);
@@ -212,7 +212,11 @@ fn run_webhook(args: WebhookArgs) -> Result<(), ManagerError> {
         server.serve(shutdown_signal()).await;
         tracing::info!("stopped");
         Ok(())
-    })
+    });
+    // A decision that never returns (one that timed out) must not keep the
+    // process alive: blocking threads still running are abandoned.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    result
 }
 
 /// Completes on Ctrl-C or SIGTERM.
