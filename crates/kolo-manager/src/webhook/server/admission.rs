@@ -34,10 +34,13 @@ pub const ADMISSION_V1BETA1: &str = "admission.k8s.io/v1beta1";
 #[derive(Debug, thiserror::Error)]
 pub enum ReviewError {
     /// Not JSON, or not shaped like an AdmissionReview.
-    #[error("not an AdmissionReview: {path}: {message}")]
+    #[error(
+        "not an AdmissionReview: {}{message}",
+        path.as_deref().map(|p| format!("{p}: ")).unwrap_or_default()
+    )]
     Json {
-        /// Where in the document (`.` for the document itself).
-        path: String,
+        /// Where in the document, when known (e.g. `request.uid`).
+        path: Option<String>,
         /// The JSON error.
         message: String,
     },
@@ -104,11 +107,15 @@ pub struct Review {
 pub fn decode_review(body: &[u8]) -> Result<Review, ReviewError> {
     let mut deserializer = serde_json::Deserializer::from_slice(body);
     let review: ReviewIn = serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
-        ReviewError::Json { path: e.path().to_string(), message: e.inner().to_string() }
+        // `.` is the document itself and `?` an unknown place (the text
+        // ended early): the message's line and column say more.
+        let path = e.path().to_string();
+        ReviewError::Json {
+            path: (path != "." && path != "?").then_some(path),
+            message: e.inner().to_string(),
+        }
     })?;
-    deserializer
-        .end()
-        .map_err(|e| ReviewError::Json { path: ".".to_string(), message: e.to_string() })?;
+    deserializer.end().map_err(|e| ReviewError::Json { path: None, message: e.to_string() })?;
     let api_version = match review.api_version.as_str() {
         ADMISSION_V1 => ADMISSION_V1,
         ADMISSION_V1BETA1 => ADMISSION_V1BETA1,
@@ -376,7 +383,14 @@ mod tests {
         let err = decode_review(b"{\"apiVersion\": 3").unwrap_err().to_string();
         assert!(err.starts_with("not an AdmissionReview: apiVersion: invalid type"), "{err}");
         let err = decode_review(b"{} x").unwrap_err().to_string();
-        assert!(err.starts_with("not an AdmissionReview: .: trailing characters"), "{err}");
+        assert_eq!(err, "not an AdmissionReview: trailing characters at line 1 column 4");
+        let err = decode_review(b"{\"apiVersion\": \"admission").unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "not an AdmissionReview: apiVersion: EOF while parsing a string at line 1 column 25"
+        );
+        let err = decode_review(b"{\"apiVersion\": \"x\"").unwrap_err().to_string();
+        assert_eq!(err, "not an AdmissionReview: EOF while parsing an object at line 1 column 18");
         let err = decode_review(br#"{"apiVersion":"v1","kind":"Pod"}"#).unwrap_err().to_string();
         assert_eq!(
             err,
