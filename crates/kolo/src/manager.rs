@@ -1,13 +1,248 @@
-//! `kolo manager` (skeleton).
+//! `kolo manager`: the manager's long-running components.
+//!
+//! `kolo manager webhook` runs the admission webhook HTTPS server alone,
+//! deciding with profiles, namespaces and PriorityClasses read from files
+//! (a cluster driver that watches them is separate work).
+
+use std::io::{IsTerminal as _, Write};
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::ValueEnum;
+use kolo_core::snapshot::Snapshot;
+use kolo_manager::webhook::server::state::{SharedState, state_from_snapshot};
+use kolo_manager::webhook::server::tls::{self, CertResolver, SelfSignedOptions};
+use kolo_manager::webhook::server::{Limits, Webhook, WebhookServer};
 
 /// `kolo manager` subcommands.
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
-    /// Run the admission webhook server alone.
-    Webhook {},
+    /// Run the admission webhook server alone: `/mutate-pod` (colocation
+    /// profiles), `/validate-pod` (QoS rules), `/healthz`, `/readyz` and
+    /// `/metrics`, over HTTPS.
+    ///
+    /// The serving certificate comes from `--tls-cert` / `--tls-key` (PEM,
+    /// reloaded when the files change), or is generated at start with
+    /// `--self-signed`: a new CA and a certificate it signs, the CA written
+    /// to `--ca-out` or printed (PEM and base64 for the webhook
+    /// configurations' `caBundle`). Stops gracefully on Ctrl-C or SIGTERM.
+    #[command(group(clap::ArgGroup::new("certificate").required(true).args(["tls_cert", "self_signed"])))]
+    Webhook(WebhookArgs),
+}
+
+/// How the log is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// One human-readable line per event.
+    Text,
+    /// One JSON object per event.
+    Json,
+}
+
+/// `kolo manager webhook` options.
+#[derive(Debug, clap::Args)]
+pub struct WebhookArgs {
+    /// Address to listen on.
+    #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:9443")]
+    listen: SocketAddr,
+    /// Serving certificate chain (PEM), reloaded when it changes.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The serving certificate's private key (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Generate a CA and a serving certificate at start.
+    #[arg(long, conflicts_with = "tls_cert")]
+    self_signed: bool,
+    /// Write the generated CA certificate (PEM) to this file instead of
+    /// printing it.
+    #[arg(long, value_name = "FILE", requires = "self_signed")]
+    ca_out: Option<PathBuf>,
+    /// A DNS name the generated certificate covers (repeat for more).
+    /// Default: localhost and the kolo-webhook Service in kolo-system
+    /// (kolo-webhook, kolo-webhook.kolo-system, kolo-webhook.kolo-system.svc,
+    /// kolo-webhook.kolo-system.svc.cluster.local). Giving any --dns-name
+    /// or --ip replaces both defaults.
+    #[arg(long = "dns-name", value_name = "NAME", requires = "self_signed")]
+    dns_names: Vec<String>,
+    /// An IP address the generated certificate covers (repeat for more).
+    /// Default: 127.0.0.1.
+    #[arg(long = "ip", value_name = "IP", requires = "self_signed")]
+    ips: Vec<IpAddr>,
+    /// Validity of the generated certificates, in days.
+    #[arg(long, value_name = "DAYS", default_value_t = 365, requires = "self_signed")]
+    validity_days: u32,
+    /// Files (YAML or JSON, `kubectl get -o yaml` dumps; `-` reads stdin)
+    /// with the ClusterColocationProfiles, Namespaces and PriorityClasses
+    /// to decide with. May repeat; other kinds are ignored.
+    #[arg(long = "state", value_name = "FILE")]
+    state: Vec<PathBuf>,
+    /// Largest accepted request body; larger ones get HTTP 413.
+    #[arg(long, value_name = "BYTES", default_value_t = kolo_manager::webhook::server::DEFAULT_MAX_BODY_BYTES)]
+    max_body_bytes: usize,
+    /// How long a decision may take before the pod is admitted unchanged.
+    #[arg(long, value_name = "MS", default_value_t = 500)]
+    timeout_ms: u64,
+    /// How often to check --tls-cert / --tls-key for changes.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10)]
+    cert_check_interval_secs: u64,
+    /// Log format (the level comes from RUST_LOG, default `info`).
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+}
+
+/// Why `kolo manager webhook` stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ManagerError {
+    /// A `--state` file could not be loaded.
+    #[error("--state: {0}")]
+    State(#[from] kolo_core::snapshot::SnapshotError),
+    /// The certificate could not be loaded or generated.
+    #[error(transparent)]
+    Tls(#[from] tls::TlsError),
+    /// The server could not start.
+    #[error(transparent)]
+    Server(#[from] kolo_manager::webhook::server::ServerError),
+    /// The tokio runtime could not start.
+    #[error("starting the async runtime: {0}")]
+    Runtime(std::io::Error),
+    /// Printing the CA failed.
+    #[error("printing the CA: {0}")]
+    Print(std::io::Error),
 }
 
 /// Runs the command.
-pub fn run(_command: Command) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    Err("not implemented yet".into())
+pub fn run(command: Command) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    match command {
+        Command::Webhook(args) => run_webhook(args).map_err(Into::into),
+    }
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr);
+    // Fails only if a subscriber is already set, which then stays.
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
+}
+
+fn run_webhook(args: WebhookArgs) -> Result<(), ManagerError> {
+    init_logging(args.log_format);
+
+    let mut snapshot = Snapshot::default();
+    for path in &args.state {
+        snapshot.add_file(path)?;
+    }
+    let state = state_from_snapshot(&snapshot);
+    for warning in state.warnings() {
+        tracing::warn!("{warning}");
+    }
+    if args.state.is_empty() {
+        tracing::warn!("no --state given: no colocation profiles, pods are admitted unchanged");
+    }
+    tracing::info!(
+        profiles = snapshot.colocation_profiles.len(),
+        namespaces = snapshot.namespaces.len(),
+        priority_classes = snapshot.priority_classes.len(),
+        "admission state loaded"
+    );
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("kolo-webhook")
+        .build()
+        .map_err(ManagerError::Runtime)?;
+    let result = runtime.block_on(async move {
+        let resolver = match (&args.tls_cert, &args.tls_key) {
+            (Some(cert), Some(key)) => {
+                let resolver = CertResolver::new(tls::load_pem_files(cert, key)?);
+                tokio::spawn(tls::watch_pem_files(
+                    resolver.clone(),
+                    cert.clone(),
+                    key.clone(),
+                    Duration::from_secs(args.cert_check_interval_secs.max(1)),
+                ));
+                resolver
+            }
+            _ => {
+                let mut options = SelfSignedOptions {
+                    validity_days: args.validity_days,
+                    ..SelfSignedOptions::default()
+                };
+                if !args.dns_names.is_empty() || !args.ips.is_empty() {
+                    options.dns_names = args.dns_names.clone();
+                    options.ips = args.ips.clone();
+                }
+                let generated = tls::generate_self_signed(&options)?;
+                match &args.ca_out {
+                    Some(path) => {
+                        tls::write_pem(path, &generated.ca_cert_pem)?;
+                        tracing::info!(path = %path.display(), "generated CA written");
+                    }
+                    None => {
+                        let mut out = std::io::stdout().lock();
+                        write!(
+                            out,
+                            "# kolo webhook CA (PEM):\n{}# caBundle:\n{}\n",
+                            generated.ca_cert_pem,
+                            generated.ca_bundle_base64()
+                        )
+                        .and_then(|()| out.flush())
+                        .map_err(ManagerError::Print)?;
+                    }
+                }
+                CertResolver::new(generated.certified_key()?)
+            }
+        };
+        let limits = Limits {
+            max_body_bytes: args.max_body_bytes,
+            decision_timeout: Duration::from_millis(args.timeout_ms.max(1)),
+            ..Limits::default()
+        };
+        let webhook = Webhook::new(SharedState::new(state)).with_limits(limits);
+        let server =
+            WebhookServer::bind(args.listen, tls::server_config(resolver)?, webhook).await?;
+        server.serve(shutdown_signal()).await;
+        tracing::info!("stopped");
+        Ok(())
+    });
+    // A decision that never returns (one that timed out) must not keep the
+    // process alive: blocking threads still running are abandoned.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    result
+}
+
+/// Completes on Ctrl-C or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(error) = tokio::signal::ctrl_c().await {
+            tracing::error!(%error, "cannot listen for Ctrl-C");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(error) => {
+                tracing::error!(%error, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => tracing::info!("Ctrl-C: shutting down"),
+        () = terminate => tracing::info!("SIGTERM: shutting down"),
+    }
 }
