@@ -4,7 +4,7 @@
 //! and parses back to the same set.
 #![no_main]
 
-use kolo_scheduler::plugins::node_numa_resource::cpuset::{CpuSet, MAX_CPU_ID};
+use kolo_core::cpuset::{CpuSet, MAX_CPU_ID};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

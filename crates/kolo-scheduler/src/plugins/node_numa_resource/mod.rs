@@ -1,7 +1,7 @@
 //! NodeNUMAResource (spec §6): cpusets and NUMA placement for
 //! latency-sensitive pods, as pure decisions.
 //!
-//! * [`cpuset`] — [`CpuSet`] and the Linux cpulist format.
+//! * [`CpuSet`] (from `kolo_core::cpuset`) — and the Linux cpulist format.
 //! * [`annotations`] — the pod and node annotations and the policy enums.
 //! * [`args`] — [`NodeNUMAResourceArgs`].
 //! * [`topology`] — [`CpuTopology`] and the per-node options
@@ -28,7 +28,6 @@ pub mod allocation;
 pub mod annotations;
 pub mod args;
 pub mod cpu_accumulator;
-pub mod cpuset;
 pub mod decide;
 pub mod hints;
 pub mod plugin;
@@ -42,7 +41,7 @@ pub use annotations::{
 };
 pub use args::{NodeNUMAResourceArgs, ScoringStrategy, ScoringStrategyType};
 pub use cpu_accumulator::{AllocateError, CpuSetRequest, allocate_cpuset, take_cpus};
-pub use cpuset::{CpuSet, CpuSetError};
+pub use kolo_core::cpuset::{self, CpuSet, CpuSetError};
 pub use decide::{
     FailureCode, FailureReason, NumaAllocationResult, NumaFailure, PodNumaRequest,
     check_amplified_cpu, filter, pod_allocation_from_status, reserve, resource_spec_write_back,
