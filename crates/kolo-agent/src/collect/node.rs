@@ -21,7 +21,9 @@
 //! infinite rate, and so does a `cpu` tick total that went backwards.
 //!
 //! Each round reads two files (plus one per NUMA node) into one reused
-//! buffer and parses them in place: no allocation after the first round.
+//! buffer and parses them in place; after the first two rounds (which size
+//! the buffer and the two per-CPU tick vectors) nothing is allocated unless
+//! an error is reported.
 
 use std::fs::File;
 use std::io::{self, Read};
