@@ -29,8 +29,8 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
-use super::topology::cpuset::MAX_CPU_ID;
 use kolo_core::clock::Timestamp;
+use kolo_core::cpuset::MAX_CPU_ID;
 
 use super::topology::NumaNode;
 use crate::sample::NodeSample;

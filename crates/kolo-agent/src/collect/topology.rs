@@ -13,16 +13,14 @@
 //!   `devices/system/node/has_generic_initiator` (accelerators without
 //!   CPUs) are skipped, as Koordinator does.
 //!
-//! The cpulist format (`0-3,8,10-11`) is [`CpuSet`] ([`cpuset`]).
+//! The cpulist format (`0-3,8,10-11`) is [`CpuSet`] (`kolo_core::cpuset`).
 
 use std::collections::BTreeSet;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-pub mod cpuset;
-
-pub use self::cpuset::{CpuSet, CpuSetError};
+pub use kolo_core::cpuset::{CpuSet, CpuSetError};
 
 /// One online logical CPU.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -243,7 +241,7 @@ fn numbered_entries(dir: &Path, prefix: &str) -> Result<Vec<u32>, TopologyError>
         if !rest.is_empty()
             && rest.bytes().all(|b| b.is_ascii_digit())
             && let Ok(id) = rest.parse::<u32>()
-            && id <= cpuset::MAX_CPU_ID
+            && id <= kolo_core::cpuset::MAX_CPU_ID
         {
             ids.push(id);
         }

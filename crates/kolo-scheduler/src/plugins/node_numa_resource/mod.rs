@@ -41,10 +41,10 @@ pub use annotations::{
 };
 pub use args::{NodeNUMAResourceArgs, ScoringStrategy, ScoringStrategyType};
 pub use cpu_accumulator::{AllocateError, CpuSetRequest, allocate_cpuset, take_cpus};
-pub use kolo_core::cpuset::{self, CpuSet, CpuSetError};
 pub use decide::{
     FailureCode, FailureReason, NumaAllocationResult, NumaFailure, PodNumaRequest,
     check_amplified_cpu, filter, pod_allocation_from_status, reserve, resource_spec_write_back,
     resource_status_annotation, score,
 };
+pub use kolo_core::cpuset::{self, CpuSet, CpuSetError};
 pub use topology::{CpuInfo, CpuTopology, NodeTopology};
