@@ -112,11 +112,15 @@ fn footprint() {
     predictor.train(&store, &pods, at(end), &mut Vec::new());
     let after = rss_kib();
     let stats = store.stats();
+    let mut empty = MetricStore::default();
+    let (mut node, _) = samples(&[]);
+    round(&mut empty, &mut node, &mut [], 0);
     eprintln!(
-        "store: {PODS} pods × 2 containers: {} bytes ({:.1} KiB per pod incl. containers; {} points); ring capacities node/pod/container/psi {:?}",
+        "store: {PODS} pods × 2 containers: {} bytes ({:.1} KiB per pod incl. containers; {} points); without pods: {} bytes; ring capacities node/pod/container/psi {:?}",
         stats.bytes,
-        (stats.bytes - MetricStore::default().approx_bytes()) as f64 / PODS as f64 / 1024.0,
+        (stats.bytes - empty.approx_bytes()) as f64 / PODS as f64 / 1024.0,
         stats.points,
+        empty.approx_bytes(),
         store.ring_capacities(),
     );
     eprintln!(
