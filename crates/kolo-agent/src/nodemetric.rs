@@ -545,6 +545,7 @@ mod tests {
             requests: ResourceVector::cpu_memory(500, 1 << 30),
             limits: ResourceVector::new(),
             terminated: false,
+            deleting: false,
             created: Some("2025-05-01T00:00:00Z".parse().unwrap()),
             containers: vec![],
         }

@@ -39,6 +39,9 @@ pub struct PodRef {
     pub limits: ResourceVector,
     /// Whether the pod is terminated (Succeeded / Failed).
     pub terminated: bool,
+    /// Whether the pod is being deleted (`metadata.deletionTimestamp` set):
+    /// it still runs and uses resources, but will not need them for long.
+    pub deleting: bool,
     /// Creation time, if known.
     pub created: Option<kolo_core::clock::Timestamp>,
     /// Containers (regular ones; init containers have finished).
@@ -73,6 +76,7 @@ impl PodRef {
             requests: *view.requests(),
             limits: *view.limits(),
             terminated: view.is_terminated(),
+            deleting: view.is_terminating(),
             created: view.creation_timestamp(),
             containers,
         })

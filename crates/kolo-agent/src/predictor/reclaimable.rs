@@ -8,7 +8,7 @@
 //! * pod-based: per pod, once —
 //!   * younger than the cold start (24 h): its requests count as
 //!     *unpredicted*;
-//!   * terminated: ignored;
+//!   * terminated or being deleted: ignored;
 //!   * no prediction: requests unpredicted;
 //!   * otherwise `peak = (int(p95 cpu × ratio), int(p98 memory × ratio))`;
 //!     `unReclaimable += peak`; `reclaimable += max(request − peak, 0)`.
@@ -127,8 +127,10 @@ pub fn prod_reclaimable<'a>(
             continue;
         }
         let request = requests(pod);
-        // Priority-based: every running eligible pod's requests.
-        if !pod.terminated {
+        // Priority-based: every running eligible pod's requests; a pod
+        // being deleted is on its way out (the reference skips it too).
+        let gone = pod.terminated || pod.deleting;
+        if !gone {
             reclaim_request = reclaim_request.saturating_add(request);
         }
         // Pod-based.
@@ -139,7 +141,7 @@ pub fn prod_reclaimable<'a>(
             unpredicted = unpredicted.saturating_add(request);
             continue;
         }
-        if pod.terminated {
+        if gone {
             continue;
         }
         let Some(prediction) = predictions.pod(&pod.uid) else {
@@ -211,6 +213,7 @@ mod tests {
             requests: ResourceVector::cpu_memory(cpu, mem),
             limits: ResourceVector::new(),
             terminated: false,
+            deleting: false,
             created: Some(now() - jiff_hours(age_h)),
             containers: vec![],
         }
@@ -264,6 +267,7 @@ mod tests {
         // d: batch → not counted. e: terminated → ignored. f: no prediction.
         let mut e = pod("e", PriorityClass::Prod, 8000, 8 * GI, 48);
         e.terminated = true;
+        // (a pod being deleted is ignored the same way: see `deleting_pods_are_ignored`)
         let pods = [
             pod("a", PriorityClass::Prod, 4000, 8 * GI, 48),
             pod("b", PriorityClass::None, 1000, GI, 48),
@@ -294,6 +298,36 @@ mod tests {
         // 6710886401 < 9126805504), max of the peaks.
         assert_eq!(r.reclaimable, CpuMem::new(2900, 6_710_886_401));
         assert_eq!(r.peak, CpuMem::new(5800, 2_952_790_015 + 5 * GI));
+    }
+
+    #[test]
+    fn deleting_pods_are_ignored() {
+        // The worked example's pod e again, but being deleted instead of
+        // terminated: it must not count either way.
+        let alloc = ResourceVector::cpu_memory(16_000, 64 * GI);
+        let mut t = table();
+        t.pods.insert("a".into(), pred(1000, 2 * GI));
+        let mut e = pod("e", PriorityClass::Prod, 8000, 8 * GI, 48);
+        let without = prod_reclaimable(
+            &[pod("a", PriorityClass::Prod, 4000, 8 * GI, 48)],
+            &alloc,
+            &t,
+            &ReclaimConfig::default(),
+            now(),
+        )
+        .unwrap();
+        e.deleting = true;
+        let with = prod_reclaimable(
+            &[pod("a", PriorityClass::Prod, 4000, 8 * GI, 48), e],
+            &alloc,
+            &t,
+            &ReclaimConfig::default(),
+            now(),
+        )
+        .unwrap();
+        assert_eq!(with.by_priority, without.by_priority);
+        assert_eq!(with.by_pods, without.by_pods);
+        assert!(with.missing_predictions.is_empty(), "no prediction is wanted for it");
     }
 
     #[test]

@@ -344,6 +344,7 @@ mod tests {
             requests: ResourceVector::cpu_memory(1000, 1 << 30),
             limits: ResourceVector::new(),
             terminated: false,
+            deleting: false,
             created: None,
             containers: vec![],
         }
