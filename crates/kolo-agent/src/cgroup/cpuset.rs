@@ -61,9 +61,7 @@ impl CpuSet {
 
     /// Whether `cpu` is in the set.
     pub fn contains(&self, cpu: u32) -> bool {
-        self.words
-            .get((cpu / 64) as usize)
-            .is_some_and(|w| w & (1 << (cpu % 64)) != 0)
+        self.words.get((cpu / 64) as usize).is_some_and(|w| w & (1 << (cpu % 64)) != 0)
     }
 
     /// Number of CPUs.
@@ -86,11 +84,8 @@ impl CpuSet {
 
     /// The union of both sets.
     pub fn union(&self, other: &CpuSet) -> CpuSet {
-        let (long, short) = if self.words.len() >= other.words.len() {
-            (self, other)
-        } else {
-            (other, self)
-        };
+        let (long, short) =
+            if self.words.len() >= other.words.len() { (self, other) } else { (other, self) };
         let mut words = long.words.clone();
         for (w, o) in words.iter_mut().zip(&short.words) {
             *w |= o;
@@ -101,9 +96,7 @@ impl CpuSet {
     /// The ids, ascending.
     pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
         self.words.iter().enumerate().flat_map(|(i, &w)| {
-            (0..64u32)
-                .filter(move |b| w & (1 << b) != 0)
-                .map(move |b| i as u32 * 64 + b)
+            (0..64u32).filter(move |b| w & (1 << b) != 0).map(move |b| i as u32 * 64 + b)
         })
     }
 }

@@ -194,10 +194,8 @@ impl<'a> Executor<'a> {
             };
             if item.write.resource.is_current(&current, &item.target) {
                 // Not "skipped" if the merge pass already wrote the target.
-                let merged_here = report
-                    .applied
-                    .iter()
-                    .any(|a| a.path == item.path && a.phase == Phase::Merge);
+                let merged_here =
+                    report.applied.iter().any(|a| a.path == item.path && a.phase == Phase::Merge);
                 if !merged_here {
                     report.skipped.push(already(item));
                 }
@@ -245,7 +243,8 @@ impl<'a> Executor<'a> {
             && content.is_empty()
             && matches!(resource, Resource::CpusetCpus | Resource::CpusetMems)
         {
-            let effective = item.path.with_file_name(resource.read_file(state.version).unwrap_or_default());
+            let effective =
+                item.path.with_file_name(resource.read_file(state.version).unwrap_or_default());
             if let Ok(text) = state.buf.read(&effective) {
                 content = text.trim().to_string();
             }
@@ -276,13 +275,23 @@ impl<'a> Executor<'a> {
                 .open(&item.path)
                 .and_then(|mut f| f.write_all(new.as_bytes()));
             if let Err(source) = result {
-                report.errors.push(CgroupError::Write { path: item.path.clone(), value: new, source });
+                report.errors.push(CgroupError::Write {
+                    path: item.path.clone(),
+                    value: new,
+                    source,
+                });
                 item.done = true;
                 return;
             }
         }
         tracing::debug!(path = %item.path.display(), old, new = %new, ?phase, dry_run = self.dry_run, "cgroup write");
-        report.applied.push(AppliedWrite { path: item.path.clone(), resource, old: old.to_string(), new, phase });
+        report.applied.push(AppliedWrite {
+            path: item.path.clone(),
+            resource,
+            old: old.to_string(),
+            new,
+            phase,
+        });
     }
 }
 
@@ -300,5 +309,9 @@ enum Outcome {
 use Outcome::{Fail, Skip};
 
 fn already(item: &Item<'_>) -> SkippedWrite {
-    SkippedWrite { path: item.path.clone(), resource: item.write.resource, reason: SkipReason::AlreadySet }
+    SkippedWrite {
+        path: item.path.clone(),
+        resource: item.write.resource,
+        reason: SkipReason::AlreadySet,
+    }
 }

@@ -38,16 +38,23 @@ impl Features {
             return known;
         }
         let Some(file) = resource.file(layout.version()) else {
-            return *slot.get_or_init(|| log_unsupported(layout, resource, "no such file in this cgroup version"));
+            return *slot.get_or_init(|| {
+                log_unsupported(layout, resource, "no such file in this cgroup version")
+            });
         };
-        let Some(dir) = layout.abs_dir(resource.subsystem(), layout.pod_paths().kubepods_dir()) else {
-            return *slot.get_or_init(|| log_unsupported(layout, resource, "its cgroup v1 subsystem is not mounted"));
+        let Some(dir) = layout.abs_dir(resource.subsystem(), layout.pod_paths().kubepods_dir())
+        else {
+            return *slot.get_or_init(|| {
+                log_unsupported(layout, resource, "its cgroup v1 subsystem is not mounted")
+            });
         };
         if !dir.is_dir() {
             return true;
         }
         let exists = dir.join(file).exists();
-        *slot.get_or_init(|| exists || log_unsupported(layout, resource, "the kernel has no such file"))
+        *slot.get_or_init(|| {
+            exists || log_unsupported(layout, resource, "the kernel has no such file")
+        })
     }
 }
 

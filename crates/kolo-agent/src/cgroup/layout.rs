@@ -78,7 +78,8 @@ impl Layout {
         let root = config.root.clone();
         let layout_err = |reason: String| CgroupError::Layout { root: root.clone(), reason };
         let kubelet_root = CgroupDir::parse(&config.kubelet_root)?;
-        let entries = std::fs::read_dir(&root).map_err(|e| layout_err(format!("cannot list: {e}")))?;
+        let entries =
+            std::fs::read_dir(&root).map_err(|e| layout_err(format!("cannot list: {e}")))?;
         let mut v1_dirs: [Option<PathBuf>; Subsystem::ALL.len()] = Default::default();
         let version = if root.join("cgroup.controllers").is_file() {
             CgroupVersion::V2
@@ -261,8 +262,14 @@ mod tests {
         assert_eq!(layout.version(), CgroupVersion::V2);
         assert_eq!(layout.driver(), CgroupDriver::Systemd);
         let dir = CgroupDir::parse("kubepods.slice").unwrap();
-        assert_eq!(layout.file_path(&dir, Resource::CpuacctUsage).unwrap(), root.join("kubepods.slice/cpu.stat"));
-        assert_eq!(layout.read_path(&dir, Resource::CpusetCpus).unwrap(), root.join("kubepods.slice/cpuset.cpus.effective"));
+        assert_eq!(
+            layout.file_path(&dir, Resource::CpuacctUsage).unwrap(),
+            root.join("kubepods.slice/cpu.stat")
+        );
+        assert_eq!(
+            layout.read_path(&dir, Resource::CpusetCpus).unwrap(),
+            root.join("kubepods.slice/cpuset.cpus.effective")
+        );
     }
 
     #[test]

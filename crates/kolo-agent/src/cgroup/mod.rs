@@ -27,7 +27,7 @@ pub mod reader;
 pub mod resource;
 
 #[cfg(test)]
-mod tree_tests;
+pub(crate) mod tree_tests;
 
 use std::path::PathBuf;
 
@@ -35,7 +35,9 @@ use kolo_api::kube_qos::KubeQoSClass;
 
 pub use cpuset::CpuSet;
 pub use error::{CgroupError, PathError};
-pub use executor::{AppliedWrite, ApplyReport, CgroupWrite, Executor, Phase, SkipReason, SkippedWrite};
+pub use executor::{
+    AppliedWrite, ApplyReport, CgroupWrite, Executor, Phase, SkipReason, SkippedWrite,
+};
 pub use features::Features;
 pub use layout::{CgroupVersion, Layout, LayoutConfig};
 pub use path::{CgroupDir, CgroupDriver, ContainerId, PodPaths, Runtime, validate_pod_uid};
@@ -83,7 +85,12 @@ impl Cgroups {
     }
 
     /// A container's cgroup directory (`containerd://<id>`, validated).
-    pub fn container_dir(&self, qos: KubeQoSClass, uid: &str, container_id: &str) -> Result<CgroupDir, PathError> {
+    pub fn container_dir(
+        &self,
+        qos: KubeQoSClass,
+        uid: &str,
+        container_id: &str,
+    ) -> Result<CgroupDir, PathError> {
         let pod = self.pod_dir(qos, uid)?;
         self.layout.pod_paths().container_dir(&pod, &ContainerId::parse(container_id)?)
     }
@@ -123,9 +130,7 @@ impl Cgroups {
     /// weight → shares; `max` → [`Value::Max`]).
     pub fn read_value(&self, dir: &CgroupDir, resource: Resource) -> Result<Value, CgroupError> {
         self.read_with(dir, resource, |version, text| {
-            resource
-                .parse_file(version, text)
-                .map(|v| resource.from_file_value(version, v))
+            resource.parse_file(version, text).map(|v| resource.from_file_value(version, v))
         })
     }
 
@@ -190,7 +195,12 @@ impl Cgroups {
     /// `memory.pressure`, `io.pressure`; on v1 only where the kernel adds
     /// them to cpuacct, otherwise [`CgroupError::Unsupported`].
     pub fn psi(&self, dir: &CgroupDir) -> Result<PsiSample, CgroupError> {
-        let read = |r| self.read_with(dir, r, |_, text| reader::parse_psi(text));
+        self.psi_with(&mut ReadBuf::new(), dir)
+    }
+
+    /// [`Cgroups::psi`] reading through a caller's buffer.
+    pub fn psi_with(&self, buf: &mut ReadBuf, dir: &CgroupDir) -> Result<PsiSample, CgroupError> {
+        let mut read = |r| buf.parse(&self.read_path(dir, r)?, reader::parse_psi);
         Ok(PsiSample {
             cpu: read(Resource::CpuPressure)?,
             memory: read(Resource::MemoryPressure)?,

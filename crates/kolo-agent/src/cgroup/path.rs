@@ -142,11 +142,7 @@ pub fn validate_pod_uid(uid: &str) -> Result<(), PathError> {
     }
     if b.len() == 36 {
         for (i, &c) in b.iter().enumerate() {
-            let ok = if matches!(i, 8 | 13 | 18 | 23) {
-                c == b'-'
-            } else {
-                c.is_ascii_hexdigit()
-            };
+            let ok = if matches!(i, 8 | 13 | 18 | 23) { c == b'-' } else { c.is_ascii_hexdigit() };
             if !ok {
                 return err("not a UUID (8-4-4-4-12 hex digits)");
             }
@@ -233,10 +229,7 @@ impl ContainerId {
         if id.starts_with('.') {
             return err("starts with `.`");
         }
-        if !id
-            .bytes()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-'))
-        {
+        if !id.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-')) {
             return err("not [a-zA-Z0-9_.-]");
         }
         Ok(ContainerId { runtime, id: id.to_string() })
@@ -317,13 +310,17 @@ impl PodPaths {
     }
 
     /// The container directory below a pod directory.
-    pub fn container_dir(&self, pod_dir: &CgroupDir, id: &ContainerId) -> Result<CgroupDir, PathError> {
+    pub fn container_dir(
+        &self,
+        pod_dir: &CgroupDir,
+        id: &ContainerId,
+    ) -> Result<CgroupDir, PathError> {
         match self.driver {
             CgroupDriver::Cgroupfs => pod_dir.join(id.id()),
             CgroupDriver::Systemd => {
-                let runtime = id.runtime().ok_or_else(|| PathError::UnknownRuntime {
-                    runtime: String::new(),
-                })?;
+                let runtime = id
+                    .runtime()
+                    .ok_or_else(|| PathError::UnknownRuntime { runtime: String::new() })?;
                 let prefix = runtime.scope_prefix().ok_or_else(|| PathError::UnknownRuntime {
                     runtime: match runtime {
                         Runtime::Other(name) => cut(name),
@@ -349,9 +346,24 @@ mod tests {
         let root = CgroupDir::root();
         let uid_ = "6f1e2b9c_3d4a_4b5c_8d7e_0123456789ab";
         let cases = [
-            (CgroupDriver::Cgroupfs, KubeQoSClass::Guaranteed, format!("kubepods/pod{UID}"), "4f1c0d9e8b7a".to_string()),
-            (CgroupDriver::Cgroupfs, KubeQoSClass::Burstable, format!("kubepods/burstable/pod{UID}"), "4f1c0d9e8b7a".into()),
-            (CgroupDriver::Cgroupfs, KubeQoSClass::BestEffort, format!("kubepods/besteffort/pod{UID}"), "4f1c0d9e8b7a".into()),
+            (
+                CgroupDriver::Cgroupfs,
+                KubeQoSClass::Guaranteed,
+                format!("kubepods/pod{UID}"),
+                "4f1c0d9e8b7a".to_string(),
+            ),
+            (
+                CgroupDriver::Cgroupfs,
+                KubeQoSClass::Burstable,
+                format!("kubepods/burstable/pod{UID}"),
+                "4f1c0d9e8b7a".into(),
+            ),
+            (
+                CgroupDriver::Cgroupfs,
+                KubeQoSClass::BestEffort,
+                format!("kubepods/besteffort/pod{UID}"),
+                "4f1c0d9e8b7a".into(),
+            ),
             (
                 CgroupDriver::Systemd,
                 KubeQoSClass::Guaranteed,
@@ -361,13 +373,17 @@ mod tests {
             (
                 CgroupDriver::Systemd,
                 KubeQoSClass::Burstable,
-                format!("kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{uid_}.slice"),
+                format!(
+                    "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{uid_}.slice"
+                ),
                 "cri-containerd-4f1c0d9e8b7a.scope".into(),
             ),
             (
                 CgroupDriver::Systemd,
                 KubeQoSClass::BestEffort,
-                format!("kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{uid_}.slice"),
+                format!(
+                    "kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{uid_}.slice"
+                ),
                 "cri-containerd-4f1c0d9e8b7a.scope".into(),
             ),
         ];
@@ -388,10 +404,19 @@ mod tests {
         let fs = PodPaths::new(CgroupDriver::Cgroupfs, &parent);
         assert_eq!(fs.kubepods_dir().as_path(), Path::new("kolo-test-1-0/kubepods"));
         assert_eq!(fs.qos_dir(KubeQoSClass::Guaranteed), fs.kubepods_dir());
-        assert_eq!(fs.qos_dir(KubeQoSClass::Burstable).as_path(), Path::new("kolo-test-1-0/kubepods/burstable"));
-        assert_eq!(fs.qos_dir(KubeQoSClass::BestEffort).as_path(), Path::new("kolo-test-1-0/kubepods/besteffort"));
+        assert_eq!(
+            fs.qos_dir(KubeQoSClass::Burstable).as_path(),
+            Path::new("kolo-test-1-0/kubepods/burstable")
+        );
+        assert_eq!(
+            fs.qos_dir(KubeQoSClass::BestEffort).as_path(),
+            Path::new("kolo-test-1-0/kubepods/besteffort")
+        );
         let sd = PodPaths::new(CgroupDriver::Systemd, &CgroupDir::root());
-        assert_eq!(sd.qos_dir(KubeQoSClass::BestEffort).to_string(), "/kubepods.slice/kubepods-besteffort.slice");
+        assert_eq!(
+            sd.qos_dir(KubeQoSClass::BestEffort).to_string(),
+            "/kubepods.slice/kubepods-besteffort.slice"
+        );
     }
 
     #[test]
@@ -419,7 +444,8 @@ mod tests {
 
     #[test]
     fn pod_uid_validation() {
-        for ok in [UID, "6F1E2B9C-3D4A-4B5C-8D7E-0123456789AB", "0123456789abcdef0123456789abcdef"] {
+        for ok in [UID, "6F1E2B9C-3D4A-4B5C-8D7E-0123456789AB", "0123456789abcdef0123456789abcdef"]
+        {
             assert!(validate_pod_uid(ok).is_ok(), "{ok}");
         }
         let long = "a".repeat(5000);
@@ -494,13 +520,11 @@ mod tests {
                 if let Ok(pod) = paths.pod_dir(KubeQoSClass::Burstable, &uid) {
                     prop_assert!(pod.starts_with(&qos));
                     prop_assert_eq!(pod.depth(), qos.depth() + 1);
-                    if let Ok(id) = ContainerId::parse(&cid) {
-                        if let Ok(dir) = paths.container_dir(&pod, &id) {
-                            prop_assert!(dir.starts_with(&pod));
-                            prop_assert_eq!(dir.depth(), pod.depth() + 1);
-                            for c in dir.as_path().components() {
-                                prop_assert!(matches!(c, std::path::Component::Normal(_)));
-                            }
+                    if let Ok(dir) = ContainerId::parse(&cid).and_then(|id| paths.container_dir(&pod, &id)) {
+                        prop_assert!(dir.starts_with(&pod));
+                        prop_assert_eq!(dir.depth(), pod.depth() + 1);
+                        for c in dir.as_path().components() {
+                            prop_assert!(matches!(c, std::path::Component::Normal(_)));
                         }
                     }
                 }

@@ -4,7 +4,8 @@
 
 use std::fs::File;
 use std::io::{self, Read};
-use std::path::Path;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
 
 use super::error::{CgroupError, cut};
 use super::layout::CgroupVersion;
@@ -55,9 +56,105 @@ impl ReadBuf {
     }
 
     /// Reads and parses a file; a parse failure names the file.
-    pub fn parse<T>(&mut self, path: &Path, parse: impl FnOnce(&str) -> Result<T, String>) -> Result<T, CgroupError> {
+    pub fn parse<T>(
+        &mut self,
+        path: &Path,
+        parse: impl FnOnce(&str) -> Result<T, String>,
+    ) -> Result<T, CgroupError> {
         let text = self.read(path)?;
         parse(text).map_err(|reason| CgroupError::Parse { path: path.to_path_buf(), reason })
+    }
+
+    /// Reads an [`OpenFile`] from its start with `pread`, opening it first
+    /// if needed (and keeping it open if `keep_open`). A descriptor that
+    /// went stale (the cgroup was removed and recreated) is reopened once.
+    pub fn read_open(&mut self, file: &mut OpenFile, keep_open: bool) -> Result<&str, CgroupError> {
+        let read_err = |path: &Path, source| CgroupError::Read { path: path.to_path_buf(), source };
+        let mut fresh = None;
+        let stale = match &file.file {
+            Some(f) => self.pread(f).is_err(),
+            None => true,
+        };
+        if stale {
+            file.file = None;
+            let f = File::open(&file.path).map_err(|e| read_err(&file.path, e))?;
+            self.pread(&f).map_err(|e| read_err(&file.path, e))?;
+            fresh = Some(f);
+        }
+        if keep_open && fresh.is_some() {
+            file.file = fresh;
+        }
+        std::str::from_utf8(&self.buf).map_err(|_| CgroupError::Parse {
+            path: file.path.clone(),
+            reason: "not UTF-8 text".into(),
+        })
+    }
+
+    /// [`ReadBuf::read_open`] and parse; a parse failure names the file.
+    pub fn parse_open<T>(
+        &mut self,
+        file: &mut OpenFile,
+        keep_open: bool,
+        parse: impl FnOnce(&str) -> Result<T, String>,
+    ) -> Result<T, CgroupError> {
+        let text = self.read_open(file, keep_open)?;
+        parse(text).map_err(|reason| CgroupError::Parse { path: file.path.clone(), reason })
+    }
+
+    /// Reads from offset 0. A read shorter than the space offered ends
+    /// it: cgroup files are generated whole by one `show` call, so this
+    /// saves the extra `read` that would return 0.
+    fn pread(&mut self, file: &File) -> io::Result<()> {
+        let mut filled = 0;
+        loop {
+            if self.buf.len() < filled + 4096 {
+                let len = (filled + 4096).max(self.buf.capacity());
+                self.buf.resize(len, 0);
+            }
+            let spare = self.buf.len() - filled;
+            match file.read_at(&mut self.buf[filled..], filled as u64) {
+                Ok(n) => {
+                    filled += n;
+                    if n < spare {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.buf.clear();
+                    return Err(e);
+                }
+            }
+        }
+        self.buf.truncate(filled);
+        Ok(())
+    }
+}
+
+/// A cgroup file that may be kept open between collection rounds: opening
+/// a cgroup file costs more than reading it (path walk, kernfs open), so
+/// the pod collector keeps its hot files open within a budget of file
+/// descriptors.
+#[derive(Debug)]
+pub struct OpenFile {
+    path: PathBuf,
+    file: Option<File>,
+}
+
+impl OpenFile {
+    /// A closed file.
+    pub fn new(path: PathBuf) -> OpenFile {
+        OpenFile { path, file: None }
+    }
+
+    /// Its path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Whether a descriptor is held.
+    pub fn is_open(&self) -> bool {
+        self.file.is_some()
     }
 }
 
@@ -102,9 +199,7 @@ fn kv(text: &str) -> impl Iterator<Item = (&str, &str)> {
 }
 
 fn num(key: &str, value: &str) -> Result<u64, String> {
-    value
-        .parse()
-        .map_err(|_| format!("`{key}` has value {:?}, not a number", cut(value)))
+    value.parse().map_err(|_| format!("`{key}` has value {:?}, not a number", cut(value)))
 }
 
 /// Parses `memory.stat` (v1: the hierarchical `total_*` keys; v2: `anon`,
@@ -132,12 +227,13 @@ pub fn parse_memory_stat(version: CgroupVersion, text: &str) -> Result<MemorySta
         seen |= bit;
     }
     if seen != 31 {
-        let missing = ["inactive_anon", "active_anon", "inactive_file", "active_file", "unevictable"]
-            .iter()
-            .enumerate()
-            .find(|(i, _)| seen & (1 << i) == 0)
-            .map(|(_, k)| *k)
-            .unwrap_or("?");
+        let missing =
+            ["inactive_anon", "active_anon", "inactive_file", "active_file", "unevictable"]
+                .iter()
+                .enumerate()
+                .find(|(i, _)| seen & (1 << i) == 0)
+                .map(|(_, k)| *k)
+                .unwrap_or("?");
         return Err(format!("no `{prefix}{missing}` line in memory.stat"));
     }
     Ok(stat)
@@ -188,7 +284,9 @@ pub fn parse_cpu_throttle(version: CgroupVersion, text: &str) -> Result<CpuThrot
         match (version, key) {
             (_, "nr_periods") => (t.nr_periods, seen) = (num(key, value)?, seen | 1),
             (_, "nr_throttled") => (t.nr_throttled, seen) = (num(key, value)?, seen | 2),
-            (CgroupVersion::V1, "throttled_time") => (t.throttled_ns, seen) = (num(key, value)?, seen | 4),
+            (CgroupVersion::V1, "throttled_time") => {
+                (t.throttled_ns, seen) = (num(key, value)?, seen | 4)
+            }
             (CgroupVersion::V2, "throttled_usec") => {
                 (t.throttled_ns, seen) = (num(key, value)?.saturating_mul(1000), seen | 4)
             }
@@ -214,12 +312,10 @@ pub fn parse_psi(text: &str) -> Result<Pressure, String> {
             Some(other) => return Err(format!("unexpected line start {:?}", cut(other))),
             None => continue,
         };
-        let avg10 = fields
-            .find_map(|f| f.strip_prefix("avg10="))
-            .ok_or("a PSI line without avg10=")?;
-        let v: f64 = avg10
-            .parse()
-            .map_err(|_| format!("avg10={:?} is not a number", cut(avg10)))?;
+        let avg10 =
+            fields.find_map(|f| f.strip_prefix("avg10=")).ok_or("a PSI line without avg10=")?;
+        let v: f64 =
+            avg10.parse().map_err(|_| format!("avg10={:?} is not a number", cut(avg10)))?;
         if !v.is_finite() || v < 0.0 {
             return Err(format!("avg10={v} is out of range"));
         }
@@ -309,7 +405,10 @@ mod tests {
     #[test]
     fn cpu_usage_both_versions() {
         assert_eq!(parse_cpu_usage(V1, "123456789\n").unwrap(), 123456789);
-        assert_eq!(parse_cpu_usage(V2, "usage_usec 1500\nuser_usec 1000\nsystem_usec 500\n").unwrap(), 1_500_000);
+        assert_eq!(
+            parse_cpu_usage(V2, "usage_usec 1500\nuser_usec 1000\nsystem_usec 500\n").unwrap(),
+            1_500_000
+        );
         assert!(parse_cpu_usage(V1, "-5\n").is_err());
         assert!(parse_cpu_usage(V1, "").is_err());
         assert!(parse_cpu_usage(V2, "user_usec 1\n").is_err());
@@ -317,7 +416,11 @@ mod tests {
 
     #[test]
     fn throttling_both_versions() {
-        let v1 = parse_cpu_throttle(V1, "nr_periods 10\nnr_throttled 2\nthrottled_time 5000\nnr_bursts 0\n").unwrap();
+        let v1 = parse_cpu_throttle(
+            V1,
+            "nr_periods 10\nnr_throttled 2\nthrottled_time 5000\nnr_bursts 0\n",
+        )
+        .unwrap();
         assert_eq!(v1, CpuThrottle { nr_periods: 10, nr_throttled: 2, throttled_ns: 5000 });
         let v2 = parse_cpu_throttle(
             V2,
@@ -337,7 +440,14 @@ mod tests {
         assert_eq!(p, Pressure { some_avg10: 1.5, full_avg10: Some(0.25) });
         let p = parse_psi("some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n").unwrap();
         assert_eq!(p.full_avg10, None);
-        for bad in ["", "some avg60=1\n", "some avg10=x\n", "weird avg10=1\n", "some avg10=NaN\n", "some avg10=-1\n"] {
+        for bad in [
+            "",
+            "some avg60=1\n",
+            "some avg10=x\n",
+            "weird avg10=1\n",
+            "some avg10=NaN\n",
+            "some avg10=-1\n",
+        ] {
             assert!(parse_psi(bad).is_err(), "{bad:?}");
         }
     }
@@ -374,5 +484,31 @@ mod tests {
         assert_eq!(buf.read(&path).unwrap(), big);
         let err = buf.read(&tmp.path().join("nope")).unwrap_err();
         assert!(err.is_not_found());
+    }
+
+    #[test]
+    fn open_files_are_reread_from_the_start_and_reopened_when_replaced() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("cpuacct.usage");
+        std::fs::write(&path, "1\n").unwrap();
+        let mut buf = ReadBuf::new();
+        let mut file = OpenFile::new(path.clone());
+        assert_eq!(buf.read_open(&mut file, false).unwrap(), "1\n");
+        assert!(!file.is_open());
+        assert_eq!(buf.read_open(&mut file, true).unwrap(), "1\n");
+        assert!(file.is_open());
+        // Rewritten in place: the open descriptor sees the new content.
+        std::fs::write(&path, "22\n").unwrap();
+        assert_eq!(buf.read_open(&mut file, true).unwrap(), "22\n");
+        // Larger than one read.
+        let big = "y".repeat(20_000);
+        std::fs::write(&path, &big).unwrap();
+        assert_eq!(buf.read_open(&mut file, true).unwrap(), big);
+        // Removed: the held descriptor still reads the old inode on a
+        // regular file system; a missing file is "not found" once closed.
+        std::fs::remove_file(&path).unwrap();
+        let mut closed = OpenFile::new(path.clone());
+        assert!(buf.read_open(&mut closed, true).unwrap_err().is_not_found());
+        assert!(!closed.is_open());
     }
 }

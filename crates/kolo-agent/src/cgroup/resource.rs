@@ -313,7 +313,11 @@ impl Resource {
     }
 
     fn invalid(self, value: &Value, reason: impl Into<String>) -> CgroupError {
-        CgroupError::InvalidValue { resource: self, value: value.to_string(), reason: reason.into() }
+        CgroupError::InvalidValue {
+            resource: self,
+            value: value.to_string(),
+            reason: reason.into(),
+        }
     }
 
     /// Checks a v1-domain value against the resource's write-time range and
@@ -346,9 +350,9 @@ impl Resource {
                 Ok(Value::Int(n))
             }
             (Kind::Cpuset, Value::Cpuset(_)) => Ok(value.clone()),
-            (Kind::Cpuset, Value::Text(s)) => CpuSet::parse(s)
-                .map(Value::Cpuset)
-                .map_err(|e| self.invalid(value, e)),
+            (Kind::Cpuset, Value::Text(s)) => {
+                CpuSet::parse(s).map(Value::Cpuset).map_err(|e| self.invalid(value, e))
+            }
             (Kind::Pid, Value::Int(n)) if *n >= 1 => Ok(value.clone()),
             (Kind::Pid, _) => Err(self.invalid(value, "not a process id")),
             (Kind::Text, Value::Text(s)) if !s.contains('\0') => Ok(value.clone()),
@@ -361,7 +365,10 @@ impl Resource {
     fn is_memory_size(self) -> bool {
         matches!(
             self,
-            Resource::MemoryLimit | Resource::MemoryMin | Resource::MemoryLow | Resource::MemoryHigh
+            Resource::MemoryLimit
+                | Resource::MemoryMin
+                | Resource::MemoryLow
+                | Resource::MemoryHigh
         )
     }
 
@@ -370,7 +377,9 @@ impl Resource {
     /// [`Resource::parse_file`].
     pub fn to_file_value(self, version: CgroupVersion, value: Value) -> Value {
         match (self, version, value) {
-            (Resource::CpuShares, CgroupVersion::V2, Value::Int(shares)) => Value::Int(shares_to_weight(shares)),
+            (Resource::CpuShares, CgroupVersion::V2, Value::Int(shares)) => {
+                Value::Int(shares_to_weight(shares))
+            }
             (_, _, value) => value,
         }
     }
@@ -395,7 +404,10 @@ impl Resource {
                 let n: i64 = field
                     .parse()
                     .map_err(|_| format!("{:?} is not a number", super::error::cut(field)))?;
-                if unlimited && (n == i64::MAX || (self == Resource::MemoryLimit && n >= MEMORY_UNLIMITED_V1)) {
+                if unlimited
+                    && (n == i64::MAX
+                        || (self == Resource::MemoryLimit && n >= MEMORY_UNLIMITED_V1))
+                {
                     return Ok(Value::Max);
                 }
                 Ok(Value::Int(n))
@@ -407,7 +419,9 @@ impl Resource {
     /// shares).
     pub fn from_file_value(self, version: CgroupVersion, value: Value) -> Value {
         match (self, version, value) {
-            (Resource::CpuShares, CgroupVersion::V2, Value::Int(weight)) => Value::Int(weight_to_shares(weight)),
+            (Resource::CpuShares, CgroupVersion::V2, Value::Int(weight)) => {
+                Value::Int(weight_to_shares(weight))
+            }
             (_, _, value) => value,
         }
     }
@@ -436,8 +450,10 @@ impl Resource {
         match (current, target) {
             (Value::Max, _) => None,
             (Value::Int(_), Value::Max) => Some(Value::Max),
-            (Value::Int(old), Value::Int(new)) => (new > old).then(|| Value::Int(*new)),
-            (Value::Cpuset(old), Value::Cpuset(new)) => (!new.is_subset(old)).then(|| Value::Cpuset(old.union(new))),
+            (Value::Int(old), Value::Int(new)) => (new > old).then_some(Value::Int(*new)),
+            (Value::Cpuset(old), Value::Cpuset(new)) => {
+                (!new.is_subset(old)).then(|| Value::Cpuset(old.union(new)))
+            }
             _ => None,
         }
     }
@@ -505,7 +521,9 @@ mod tests {
         ] {
             assert_eq!(shares_to_weight(shares), weight, "shares {shares}");
         }
-        for (weight, shares) in [(0, 2), (1, 2), (39, 998), (100, 2597), (10_000, 262_144), (20_000, 262_144)] {
+        for (weight, shares) in
+            [(0, 2), (1, 2), (39, 998), (100, 2597), (10_000, 262_144), (20_000, 262_144)]
+        {
             assert_eq!(weight_to_shares(weight), shares, "weight {weight}");
         }
     }
@@ -516,13 +534,38 @@ mod tests {
             (Resource::CpuShares, Subsystem::Cpu, Some("cpu.shares"), Some("cpu.weight")),
             (Resource::CpuCfsQuota, Subsystem::Cpu, Some("cpu.cfs_quota_us"), Some("cpu.max")),
             (Resource::CpuCfsPeriod, Subsystem::Cpu, Some("cpu.cfs_period_us"), Some("cpu.max")),
-            (Resource::CpuCfsBurst, Subsystem::Cpu, Some("cpu.cfs_burst_us"), Some("cpu.max.burst")),
+            (
+                Resource::CpuCfsBurst,
+                Subsystem::Cpu,
+                Some("cpu.cfs_burst_us"),
+                Some("cpu.max.burst"),
+            ),
             (Resource::CpuacctUsage, Subsystem::Cpuacct, Some("cpuacct.usage"), Some("cpu.stat")),
             (Resource::Tasks, Subsystem::Cpu, Some("tasks"), Some("cgroup.threads")),
-            (Resource::MemoryLimit, Subsystem::Memory, Some("memory.limit_in_bytes"), Some("memory.max")),
-            (Resource::MemoryUsage, Subsystem::Memory, Some("memory.usage_in_bytes"), Some("memory.current")),
-            (Resource::MemoryIdlePageStats, Subsystem::Memory, Some("memory.idle_page_stats"), None),
-            (Resource::MemoryPagecacheLimitSize, Subsystem::Memory, None, Some("memory.pagecache_limit.size")),
+            (
+                Resource::MemoryLimit,
+                Subsystem::Memory,
+                Some("memory.limit_in_bytes"),
+                Some("memory.max"),
+            ),
+            (
+                Resource::MemoryUsage,
+                Subsystem::Memory,
+                Some("memory.usage_in_bytes"),
+                Some("memory.current"),
+            ),
+            (
+                Resource::MemoryIdlePageStats,
+                Subsystem::Memory,
+                Some("memory.idle_page_stats"),
+                None,
+            ),
+            (
+                Resource::MemoryPagecacheLimitSize,
+                Subsystem::Memory,
+                None,
+                Some("memory.pagecache_limit.size"),
+            ),
             (Resource::BlkioCostWeight, Subsystem::Blkio, Some("blkio.cost.weight"), None),
             (Resource::CpuPressure, Subsystem::Cpuacct, Some("cpu.pressure"), Some("cpu.pressure")),
         ];
@@ -541,13 +584,18 @@ mod tests {
         let ok = |r: Resource, v: CgroupVersion, n: i64| r.validate(v, &Value::Int(n)).is_ok();
         assert!(ok(Resource::CpuShares, V1, 2) && ok(Resource::CpuShares, V1, 262_144));
         assert!(!ok(Resource::CpuShares, V1, 1) && !ok(Resource::CpuShares, V2, 262_145));
-        assert!(ok(Resource::CpuCfsBurst, V1, 100_000_000) && !ok(Resource::CpuCfsBurst, V1, 100_000_001));
+        assert!(
+            ok(Resource::CpuCfsBurst, V1, 100_000_000)
+                && !ok(Resource::CpuCfsBurst, V1, 100_000_001)
+        );
         assert!(ok(Resource::CpuCfsBurst, V2, 100_000_001));
         assert!(ok(Resource::CpuBvtWarpNs, V1, -1) && !ok(Resource::CpuBvtWarpNs, V1, 3));
         assert!(ok(Resource::CpuIdle, V2, 1) && !ok(Resource::CpuIdle, V2, 2));
         assert!(!ok(Resource::CpuCfsQuota, V1, 999) && ok(Resource::CpuCfsQuota, V1, 1000));
         assert!(!ok(Resource::CpuCfsPeriod, V1, 999) && !ok(Resource::CpuCfsPeriod, V1, 1_000_001));
-        assert!(ok(Resource::MemoryWmarkMinAdj, V1, -25) && !ok(Resource::MemoryWmarkMinAdj, V1, 51));
+        assert!(
+            ok(Resource::MemoryWmarkMinAdj, V1, -25) && !ok(Resource::MemoryWmarkMinAdj, V1, 51)
+        );
         assert!(!ok(Resource::MemoryWmarkScaleFactor, V1, 0));
         assert!(!ok(Resource::MemoryPriority, V1, 13));
         assert!(!ok(Resource::MemoryHigh, V2, -2));
@@ -584,8 +632,14 @@ mod tests {
         assert_eq!(Resource::CpuShares.to_file_value(V1, Value::Int(1024)), Value::Int(1024));
 
         assert_eq!(Resource::CpuCfsQuota.render(V2, &Value::Max, "50000 100000\n"), "max 100000");
-        assert_eq!(Resource::CpuCfsQuota.render(V2, &Value::Int(20_000), "max 50000\n"), "20000 50000");
-        assert_eq!(Resource::CpuCfsPeriod.render(V2, &Value::Int(50_000), "20000 100000\n"), "20000 50000");
+        assert_eq!(
+            Resource::CpuCfsQuota.render(V2, &Value::Int(20_000), "max 50000\n"),
+            "20000 50000"
+        );
+        assert_eq!(
+            Resource::CpuCfsPeriod.render(V2, &Value::Int(50_000), "20000 100000\n"),
+            "20000 50000"
+        );
         assert_eq!(Resource::CpuCfsQuota.render(V1, &Value::Max, "50000\n"), "-1");
         assert_eq!(Resource::MemoryLimit.render(V1, &Value::Max, "1\n"), "-1");
         assert_eq!(Resource::MemoryHigh.render(V1, &Value::Max, "1\n"), i64::MAX.to_string());
@@ -606,7 +660,9 @@ mod tests {
         assert_eq!(c.merge(&cs("0-1"), &cs("1-2")), Some(cs("0-2")));
         assert_eq!(Resource::CpuShares.merge(&Value::Int(2), &Value::Int(1024)), None);
         assert!(Resource::CgroupProcs.is_current(&Value::Text("1\n42\n".into()), &Value::Int(42)));
-        assert!(!Resource::CgroupProcs.is_current(&Value::Text("1\n420\n".into()), &Value::Int(42)));
+        assert!(
+            !Resource::CgroupProcs.is_current(&Value::Text("1\n420\n".into()), &Value::Int(42))
+        );
     }
 
     proptest! {

@@ -84,10 +84,6 @@ impl Tree {
     pub fn read(&self, rel: &str, name: &str) -> String {
         fs::read_to_string(self.abs(rel, None).join(name)).unwrap()
     }
-
-    pub fn read_v1(&self, subsystem: &str, rel: &str, name: &str) -> String {
-        fs::read_to_string(self.abs(rel, Some(subsystem)).join(name)).unwrap()
-    }
 }
 
 fn d(s: &str) -> CgroupDir {
@@ -107,12 +103,35 @@ fn v2_typed_reads() {
     tree.file(pod, "memory.max", "max\n");
     tree.file(pod, "cpuset.cpus", "\n");
     tree.file(pod, "cpuset.cpus.effective", "0-3\n");
-    tree.file(pod, "cpu.pressure", "some avg10=2.00 avg60=0 avg300=0 total=1\nfull avg10=1.00 avg60=0 avg300=0 total=1\n");
-    tree.file(pod, "memory.pressure", "some avg10=0.50 avg60=0 avg300=0 total=1\nfull avg10=0.25 avg60=0 avg300=0 total=1\n");
-    tree.file(pod, "io.pressure", "some avg10=0.00 avg60=0 avg300=0 total=1\nfull avg10=0.00 avg60=0 avg300=0 total=1\n");
+    tree.file(
+        pod,
+        "cpu.pressure",
+        "some avg10=2.00 avg60=0 avg300=0 total=1\nfull avg10=1.00 avg60=0 avg300=0 total=1\n",
+    );
+    tree.file(
+        pod,
+        "memory.pressure",
+        "some avg10=0.50 avg60=0 avg300=0 total=1\nfull avg10=0.25 avg60=0 avg300=0 total=1\n",
+    );
+    tree.file(
+        pod,
+        "io.pressure",
+        "some avg10=0.00 avg60=0 avg300=0 total=1\nfull avg10=0.00 avg60=0 avg300=0 total=1\n",
+    );
     tree.file(pod, "memory.numa_stat", "anon N0=8192\nfile N0=4096\n");
     // The feature probe looks in the kubepods dir.
-    for f in ["cpu.stat", "memory.stat", "cpu.max", "cpu.weight", "memory.max", "cpuset.cpus", "cpu.pressure", "memory.pressure", "io.pressure", "memory.numa_stat"] {
+    for f in [
+        "cpu.stat",
+        "memory.stat",
+        "cpu.max",
+        "cpu.weight",
+        "memory.max",
+        "cpuset.cpus",
+        "cpu.pressure",
+        "memory.pressure",
+        "io.pressure",
+        "memory.numa_stat",
+    ] {
         tree.file("kubepods", f, "");
     }
     let cg = tree.cgroups();
@@ -130,7 +149,10 @@ fn v2_typed_reads() {
     assert_eq!(cg.memory_limit(&dir).unwrap(), None);
     assert_eq!(cg.cpuset_cpus(&dir).unwrap().to_string(), "0-3");
     let psi = cg.psi(&dir).unwrap();
-    assert_eq!((psi.cpu.some_avg10, psi.cpu.full_avg10, psi.memory.some_avg10), (2.0, Some(1.0), 0.5));
+    assert_eq!(
+        (psi.cpu.some_avg10, psi.cpu.full_avg10, psi.memory.some_avg10),
+        (2.0, Some(1.0), 0.5)
+    );
     assert_eq!(cg.numa_stat(&dir).unwrap(), vec![NumaPages { node: 0, pages: 3 }]);
 }
 
@@ -152,7 +174,10 @@ fn v1_reads_come_from_each_subsystem_hierarchy() {
     assert_eq!(cg.cfs_quota_us(&dir).unwrap(), None);
     assert_eq!(cg.memory_limit(&dir).unwrap(), None);
     // No PSI files on this v1 kernel (and the kubepods dir exists): unsupported.
-    assert!(matches!(cg.psi(&dir), Err(CgroupError::Unsupported { resource: Resource::CpuPressure, .. })));
+    assert!(matches!(
+        cg.psi(&dir),
+        Err(CgroupError::Unsupported { resource: Resource::CpuPressure, .. })
+    ));
 }
 
 #[test]
@@ -169,7 +194,10 @@ fn garbage_files_are_errors_naming_the_file() {
         cg.cfs_quota_us(&dir).unwrap_err(),
     ] {
         assert!(matches!(err, CgroupError::Parse { .. }), "{err}");
-        assert!(err.to_string().contains(&tree.root().join("kubepods").display().to_string()), "{err}");
+        assert!(
+            err.to_string().contains(&tree.root().join("kubepods").display().to_string()),
+            "{err}"
+        );
     }
     // And the executor reports, not panics.
     let report = cg.executor().apply(&[CgroupWrite::int(&dir, Resource::CpuCfsQuota, 50_000)]);
@@ -200,7 +228,11 @@ fn leveled_batch_grows_parents_first() {
     ];
     let report = cg.executor().apply(&writes);
     assert!(report.errors.is_empty(), "{report:?}");
-    let order: Vec<_> = report.applied.iter().map(|a| (a.path.parent().unwrap().to_path_buf(), a.new.clone(), a.phase)).collect();
+    let order: Vec<_> = report
+        .applied
+        .iter()
+        .map(|a| (a.path.parent().unwrap().to_path_buf(), a.new.clone(), a.phase))
+        .collect();
     let abs = |d: &CgroupDir| tree.root().join(d.as_path());
     assert_eq!(
         order,
@@ -229,7 +261,8 @@ fn leveled_batch_shrinks_children_first_and_skips_equal() {
     let report = cg.executor().apply(&writes);
     // cpu.weight missing in the kubepods dir → unsupported (and cached).
     assert!(report.errors.is_empty(), "{report:?}");
-    let changed: Vec<_> = report.changed().map(|a| (a.path.parent().unwrap().to_path_buf(), a.new.clone())).collect();
+    let changed: Vec<_> =
+        report.changed().map(|a| (a.path.parent().unwrap().to_path_buf(), a.new.clone())).collect();
     assert_eq!(
         changed,
         vec![
@@ -252,7 +285,13 @@ fn leveled_batch_shrinks_children_first_and_skips_equal() {
 fn v2_conversions_when_writing() {
     let tree = Tree::v2(CgroupDriver::Cgroupfs);
     let dir = d("kubepods/burstable");
-    for (f, c) in [("cpu.weight", "100\n"), ("cpu.max", "max 100000\n"), ("memory.max", "max\n"), ("memory.high", "max\n"), ("cpuset.cpus", "0-3\n")] {
+    for (f, c) in [
+        ("cpu.weight", "100\n"),
+        ("cpu.max", "max 100000\n"),
+        ("memory.max", "max\n"),
+        ("memory.high", "max\n"),
+        ("cpuset.cpus", "0-3\n"),
+    ] {
         tree.file("kubepods", f, c);
         tree.file("kubepods/burstable", f, c);
     }
@@ -262,7 +301,11 @@ fn v2_conversions_when_writing() {
         CgroupWrite::int(&dir, Resource::CpuCfsPeriod, 50_000),
         CgroupWrite::int(&dir, Resource::MemoryLimit, 1 << 30),
         CgroupWrite::int(&dir, Resource::MemoryHigh, i64::MAX),
-        CgroupWrite { dir: dir.clone(), resource: Resource::CpusetCpus, value: Value::Text("3,0-2".into()) },
+        CgroupWrite {
+            dir: dir.clone(),
+            resource: Resource::CpusetCpus,
+            value: Value::Text("3,0-2".into()),
+        },
     ];
     let report = cg.executor().apply(&writes);
     assert!(report.errors.is_empty(), "{report:?}");
@@ -273,7 +316,13 @@ fn v2_conversions_when_writing() {
     // i64::MAX against `max` and 3,0-2 against 0-3 are equal.
     let mut skipped: Vec<_> = report.skipped.iter().map(|s| (s.resource, s.reason)).collect();
     skipped.sort_by_key(|s| s.0);
-    assert_eq!(skipped, vec![(Resource::CpusetCpus, SkipReason::AlreadySet), (Resource::MemoryHigh, SkipReason::AlreadySet)]);
+    assert_eq!(
+        skipped,
+        vec![
+            (Resource::CpusetCpus, SkipReason::AlreadySet),
+            (Resource::MemoryHigh, SkipReason::AlreadySet)
+        ]
+    );
 
     // Unlimited again: -1 → max.
     let report = cg.executor().apply(&[CgroupWrite::int(&dir, Resource::MemoryLimit, -1)]);
@@ -290,7 +339,11 @@ fn cpuset_merge_uses_union_then_real_values() {
     tree.file("kubepods", "cpuset.cpus", "0-7\n");
     tree.file("kubepods/besteffort", "cpuset.cpus", "0-1\n");
     tree.file("kubepods/besteffort/pod6f1e2b9c-3d4a-4b5c-8d7e-0123456789ab", "cpuset.cpus", "\n");
-    tree.file("kubepods/besteffort/pod6f1e2b9c-3d4a-4b5c-8d7e-0123456789ab", "cpuset.cpus.effective", "0-1\n");
+    tree.file(
+        "kubepods/besteffort/pod6f1e2b9c-3d4a-4b5c-8d7e-0123456789ab",
+        "cpuset.cpus.effective",
+        "0-1\n",
+    );
     let cg = tree.cgroups();
     let qos = d("kubepods/besteffort");
     let pod = cg.pod_dir(KubeQoSClass::BestEffort, UID).unwrap();
@@ -301,7 +354,11 @@ fn cpuset_merge_uses_union_then_real_values() {
     ];
     let report = cg.executor().apply(&writes);
     assert!(report.errors.is_empty(), "{report:?}");
-    let steps: Vec<_> = report.applied.iter().map(|a| (a.path.parent().unwrap().ends_with("besteffort"), a.new.as_str(), a.phase)).collect();
+    let steps: Vec<_> = report
+        .applied
+        .iter()
+        .map(|a| (a.path.parent().unwrap().ends_with("besteffort"), a.new.as_str(), a.phase))
+        .collect();
     assert_eq!(
         steps,
         vec![
@@ -324,10 +381,7 @@ fn dry_run_reports_without_writing() {
     let report = cg.executor().dry_run(true).apply(&writes);
     assert!(report.dry_run);
     let steps: Vec<_> = report.applied.iter().map(|a| (a.new.as_str(), a.phase)).collect();
-    assert_eq!(
-        steps,
-        vec![("200000 100000", Phase::Merge), ("100000 100000", Phase::Merge)]
-    );
+    assert_eq!(steps, vec![("200000 100000", Phase::Merge), ("100000 100000", Phase::Merge)]);
     assert_eq!(tree.read(pod.as_path().to_str().unwrap(), "cpu.max"), "50000 100000\n");
     // The same batch really applied gives the same record.
     let real = cg.executor().apply(&writes);
@@ -377,7 +431,14 @@ fn hostile_uid_cannot_escape_the_root() {
     fs::create_dir_all(&victim).unwrap();
     fs::write(victim.join("cpu.max"), "max 100000\n").unwrap();
     let cg = Cgroups::detect(&LayoutConfig::new(&root)).unwrap();
-    for uid in ["../../../etc", "../../..", "a/b", "", "..", "6f1e2b9c-3d4a-4b5c-8d7e-0123456789ab/../../.."] {
+    for uid in [
+        "../../../etc",
+        "../../..",
+        "a/b",
+        "",
+        "..",
+        "6f1e2b9c-3d4a-4b5c-8d7e-0123456789ab/../../..",
+    ] {
         for qos in [KubeQoSClass::Guaranteed, KubeQoSClass::Burstable, KubeQoSClass::BestEffort] {
             assert!(cg.pod_dir(qos, uid).is_err(), "{uid:?}");
             assert!(cg.container_dir(qos, UID, &format!("containerd://{uid}")).is_err(), "{uid:?}");

@@ -1,1 +1,4 @@
 //! Skeleton: filled in by the collect work.
+
+/// Pod and container CPU, memory and PSI from cgroups.
+pub mod pod;
