@@ -393,9 +393,12 @@ pub fn have_python() -> bool {
     python().is_some()
 }
 
-/// Prints a loud skip notice (tests then return early).
+/// Prints a loud skip notice (tests then return early). Written to the
+/// process's stderr directly, past the test harness's output capture, so it
+/// shows without `--nocapture`.
 pub fn skip(test: &str, reason: &str) {
-    eprintln!("\n*** SKIPPED {test}: {reason} ***\n");
+    use std::io::Write;
+    let _ = writeln!(io::stderr(), "\n*** SKIPPED {test}: {reason} ***");
 }
 
 /// A deterministic, valid pod UID.
