@@ -42,6 +42,7 @@ fn pods() -> Vec<PodRef> {
             requests: ResourceVector::cpu_memory(500, 1 << 30),
             limits: ResourceVector::new(),
             terminated: false,
+            deleting: false,
             created: Some(at(-3 * 86_400)),
             containers: vec![],
         })
