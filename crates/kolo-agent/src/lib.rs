@@ -18,13 +18,16 @@
 //! The shared vocabulary is [`PodRef`] (what the agent needs to know of a
 //! pod) and the samples in [`sample`].
 
+pub mod agent;
 pub mod cgroup;
 pub mod collect;
+pub mod metrics;
 pub mod nodemetric;
 pub mod pod_ref;
 pub mod pods;
 pub mod predictor;
 pub mod sample;
+pub mod sandbox;
 pub mod store;
 
 pub use pod_ref::{ContainerRef, PodRef};

@@ -3,8 +3,10 @@
 //! One binary carries every kolo component and tool as a subcommand; one
 //! container image serves every Deployment and the DaemonSet.
 
+mod agent;
 mod crds;
 mod inspect;
+mod logging;
 mod manager;
 mod noderesource;
 mod nodeslo;
@@ -94,6 +96,9 @@ enum Command {
         #[command(subcommand)]
         command: webhook::Command,
     },
+    /// Run kolo's node agent: collect node, pod and container usage from
+    /// /proc and cgroups, serve /metrics, and build the NodeMetric.
+    Agent(Box<agent::Args>),
     /// Run kolo's manager components.
     Manager {
         #[command(subcommand)]
@@ -146,6 +151,9 @@ fn main() -> ExitCode {
         }
         Command::Webhook { command } => {
             webhook::run(&command, &mut std::io::stdout().lock()).map_err(CliError::Command)
+        }
+        Command::Agent(args) => {
+            agent::run(*args, &mut std::io::stdout().lock()).map_err(CliError::Command)
         }
         Command::Manager { command } => manager::run(command).map_err(CliError::Command),
         Command::Schedule { snapshots, config, output, all, explain, explain_all, now } => {

@@ -4,12 +4,12 @@
 //! deciding with profiles, namespaces and PriorityClasses read from files
 //! (a cluster driver that watches them is separate work).
 
-use std::io::{IsTerminal as _, Write};
+use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::ValueEnum;
+use crate::logging::LogFormat;
 use kolo_core::snapshot::Snapshot;
 use kolo_manager::webhook::server::state::{SharedState, state_from_snapshot};
 use kolo_manager::webhook::server::tls::{self, CertResolver, SelfSignedOptions};
@@ -29,15 +29,6 @@ pub enum Command {
     /// configurations' `caBundle`). Stops gracefully on Ctrl-C or SIGTERM.
     #[command(group(clap::ArgGroup::new("certificate").required(true).args(["tls_cert", "self_signed"])))]
     Webhook(WebhookArgs),
-}
-
-/// How the log is written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    /// One human-readable line per event.
-    Text,
-    /// One JSON object per event.
-    Json,
 }
 
 /// `kolo manager webhook` options.
@@ -119,22 +110,8 @@ pub fn run(command: Command) -> Result<(), Box<dyn std::error::Error + Send + Sy
     }
 }
 
-fn init_logging(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr);
-    // Fails only if a subscriber is already set, which then stays.
-    let _ = match format {
-        LogFormat::Text => builder.try_init(),
-        LogFormat::Json => builder.json().try_init(),
-    };
-}
-
 fn run_webhook(args: WebhookArgs) -> Result<(), ManagerError> {
-    init_logging(args.log_format);
+    crate::logging::init(args.log_format);
 
     let mut snapshot = Snapshot::default();
     for path in &args.state {

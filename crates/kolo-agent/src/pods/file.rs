@@ -62,8 +62,9 @@ impl FileSource {
         FileSource { name: format!("file {}", path.display()), path, node_name: None, loaded: None }
     }
 
-    /// Keeps only pods whose `spec.nodeName` is `node` (for a file dumped
-    /// from a whole cluster); by default every pod in the file is taken.
+    /// Drops pods bound to another node (`spec.nodeName` set and not
+    /// `node`), for a file dumped from a whole cluster; pods without
+    /// `spec.nodeName` are kept. By default every pod in the file is taken.
     #[must_use]
     pub fn with_node_name(mut self, node: impl Into<String>) -> FileSource {
         self.node_name = Some(node.into());
@@ -107,9 +108,14 @@ impl PodSource for FileSource {
             .pods
             .into_iter()
             .map(|v| v.object)
-            .filter(|p| match &self.node_name {
-                None => true,
-                Some(node) => p.spec.as_ref().and_then(|s| s.node_name.as_ref()) == Some(node),
+            .filter(|p| {
+                // A pod bound elsewhere is not ours; an unbound one (a
+                // hand-written standalone file) is.
+                let bound = p.spec.as_ref().and_then(|s| s.node_name.as_deref());
+                match (&self.node_name, bound) {
+                    (Some(node), Some(bound)) => bound == node,
+                    _ => true,
+                }
             })
             .collect();
         self.loaded = Some(stamp);
@@ -204,14 +210,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("pods.yaml");
         let text = format!(
-            "{}---\n{}---\napiVersion: v1\nkind: Node\nmetadata:\n  name: n1\n",
+            "{}---\n{}---\n{}---\napiVersion: v1\nkind: Node\nmetadata:\n  name: n1\n",
             pod_yaml("a", "n1", "1"),
-            pod_yaml("b", "n2", "1")
+            pod_yaml("b", "n2", "1"),
+            pod_yaml("c", "n2", "1").replace("  nodeName: n2\n", "")
         );
         write(&path, &text, 1);
         let mut s = FileSource::new(&path).with_node_name("n2");
         let Fetched::Pods(pods) = s.fetch().unwrap() else { panic!("first fetch reads") };
-        assert_eq!(names(&pods), vec!["b"]);
+        assert_eq!(names(&pods), vec!["b", "c"], "bound here, and unbound");
         assert!(matches!(s.fetch().unwrap(), Fetched::Unchanged));
         assert_eq!(s.path(), path);
     }

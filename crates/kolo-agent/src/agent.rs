@@ -1,0 +1,366 @@
+//! The agent loop: one [`Agent::tick`] per collection interval wires the
+//! pieces together — pod list, collectors, store, predictor — and
+//! [`Agent::node_metric`] builds the NodeMetric it reports.
+//!
+//! This is the act side for one node: it reads `/proc`, sysfs and cgroups
+//! and the pod source, but never the clock (`now` is passed in) and writes
+//! nothing but the predictor checkpoint (and not even that in dry-run mode).
+//! The cadence follows the reference: node and pod usage every tick, PSI
+//! every 10 s, pod list every 10 s (a file source is asked every tick: an
+//! unchanged file costs a `stat`), predictor training and GC every minute,
+//! checkpoint every 10 minutes.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kolo_api::crd::{NodeMetric, NodeMetricSpec, NodeMetricStatus};
+use kolo_core::clock::Timestamp;
+use kolo_core::resources::ResourceVector;
+
+use crate::cgroup::{CgroupError, Cgroups, LayoutConfig};
+use crate::collect::node::NodeCollector;
+use crate::collect::pod::PodCollector;
+use crate::collect::psi::NodePsiReader;
+use crate::nodemetric::{CollectPolicy, ProdInputs, StatusInputs, build};
+use crate::pod_ref::PodRef;
+use crate::pods::{LastGood, PodSource};
+use crate::predictor::reclaimable::ReclaimConfig;
+use crate::predictor::{PredictServer, PredictorConfig, checkpoint};
+use crate::sample::{NodeSample, PodSample};
+use crate::store::{Entity, MetricStore, StoreConfig};
+
+/// How often PSI is read (the reference's PSI collector interval).
+const PSI_INTERVAL: Duration = Duration::from_secs(10);
+/// How often a remote pod source (the kubelet) is asked.
+const POD_SYNC_INTERVAL: Duration = Duration::from_secs(10);
+
+/// Where the agent looks and how often.
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    /// The node's name (the NodeMetric's name).
+    pub node_name: String,
+    /// The cgroup mount root and kubelet cgroup layout.
+    pub cgroups: LayoutConfig,
+    /// `/proc` (or the DaemonSet's host mount).
+    pub proc_root: PathBuf,
+    /// `/sys`.
+    pub sys_root: PathBuf,
+    /// The collection interval (default 1 s).
+    pub interval: Duration,
+    /// The NodeMetric spec (collect policy) in force.
+    pub spec: NodeMetricSpec,
+    /// Where the predictor's models are checkpointed (`None`: never).
+    pub checkpoint: Option<PathBuf>,
+    /// Write nothing (no checkpoint).
+    pub dry_run: bool,
+    /// The node's allocatable (CPU milli, memory bytes) for prodReclaimable;
+    /// `None` reads the CPU count and MemTotal from `/proc`.
+    pub allocatable: Option<ResourceVector>,
+    /// Whether the pod source is cheap to ask every tick (a file).
+    pub sync_pods_every_tick: bool,
+}
+
+impl AgentConfig {
+    /// The defaults for a node: real `/sys/fs/cgroup`, `/proc`, `/sys`, 1 s.
+    pub fn new(node_name: impl Into<String>) -> AgentConfig {
+        AgentConfig {
+            node_name: node_name.into(),
+            cgroups: LayoutConfig::new("/sys/fs/cgroup"),
+            proc_root: PathBuf::from("/proc"),
+            sys_root: PathBuf::from("/sys"),
+            interval: Duration::from_secs(1),
+            spec: NodeMetricSpec::default(),
+            checkpoint: None,
+            dry_run: false,
+            allocatable: None,
+            sync_pods_every_tick: false,
+        }
+    }
+}
+
+/// Why the agent could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// The cgroup hierarchy could not be detected.
+    #[error("cgroups under {root}: {source}")]
+    Cgroups {
+        /// The configured root.
+        root: PathBuf,
+        /// What went wrong.
+        source: CgroupError,
+    },
+    /// `/proc/meminfo` could not be read for the node's allocatable.
+    #[error("reading the node's capacity: {0}")]
+    Capacity(String),
+}
+
+/// What one tick did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TickReport {
+    /// Node usage, if measured this tick (the first tick only records a
+    /// baseline).
+    pub node: Option<NodeSample>,
+    /// Pods measured this tick.
+    pub pods_measured: usize,
+    /// Pods in the current list.
+    pub pods_known: usize,
+    /// Problems met (each names the file, pod or source); the tick still
+    /// recorded what it could.
+    pub errors: Vec<String>,
+}
+
+/// Counters for `/metrics`.
+#[derive(Debug, Clone, Default)]
+pub struct AgentStats {
+    /// Ticks run.
+    pub ticks: u64,
+    /// Errors met, all kinds.
+    pub errors: u64,
+    /// Pod source failures (the last good list was kept).
+    pub pod_source_failures: u64,
+    /// Wall time of the last tick's collection, seconds.
+    pub last_tick_seconds: f64,
+}
+
+/// One node's agent.
+pub struct Agent<S> {
+    config: AgentConfig,
+    node: NodeCollector,
+    node_psi: NodePsiReader,
+    pod_collector: PodCollector,
+    pods: LastGood<S>,
+    pod_generation: u64,
+    pod_refs: Vec<PodRef>,
+    store: MetricStore,
+    predictor: PredictServer,
+    policy: CollectPolicy,
+    allocatable: ResourceVector,
+    last_pod_sync: Option<Timestamp>,
+    last_psi: Option<Timestamp>,
+    last_samples: Vec<PodSample>,
+    last_node: Option<NodeSample>,
+    scratch: Vec<f32>,
+    stats: AgentStats,
+}
+
+impl<S: PodSource> Agent<S> {
+    /// Detects the cgroup layout, restores the predictor checkpoint (if
+    /// any; a bad one is logged and ignored) and prepares the collectors.
+    pub fn new(config: AgentConfig, source: S) -> Result<Agent<S>, AgentError> {
+        let cgroups = Cgroups::detect(&config.cgroups)
+            .map_err(|source| AgentError::Cgroups { root: config.cgroups.root.clone(), source })?;
+        let allocatable = match config.allocatable {
+            Some(a) => a,
+            None => node_capacity(&config.proc_root)?,
+        };
+        let policy = CollectPolicy::from_spec(&config.spec);
+        let store = MetricStore::new(StoreConfig::for_policy(config.interval, &policy));
+        let mut predictor = PredictServer::new(PredictorConfig::default());
+        if let Some(path) = &config.checkpoint
+            && let Some(saved) = checkpoint::load_or_ignore(path)
+        {
+            // Pods are not known yet: keep every model; GC drops the ones
+            // whose pods do not come back within the model expiration.
+            let report = predictor.restore(&saved, |_| true);
+            tracing::info!(?report, path = %path.display(), "predictor checkpoint restored");
+        }
+        Ok(Agent {
+            node: NodeCollector::new(&config.proc_root, &config.sys_root),
+            node_psi: NodePsiReader::new(&config.proc_root),
+            pod_collector: PodCollector::new(Arc::new(cgroups)),
+            pods: LastGood::new(source),
+            pod_generation: 0,
+            pod_refs: Vec::new(),
+            store,
+            predictor,
+            policy,
+            allocatable,
+            last_pod_sync: None,
+            last_psi: None,
+            last_samples: Vec::new(),
+            last_node: None,
+            scratch: Vec::new(),
+            stats: AgentStats::default(),
+            config,
+        })
+    }
+
+    /// One collection round at `now`.
+    pub fn tick(&mut self, now: Timestamp) -> TickReport {
+        let started = std::time::Instant::now();
+        let mut report = TickReport::default();
+        self.sync_pods(now, &mut report);
+        let node = match self.node.collect(now) {
+            Ok(sample) => sample,
+            Err(e) => {
+                report.errors.push(e.to_string());
+                None
+            }
+        };
+        let pods = self.pod_collector.collect(&self.pod_refs, now);
+        report.errors.extend(self.pod_collector.errors().iter().map(ToString::to_string));
+        if let Some(node) = &node {
+            self.store.record_round(node, &pods);
+        }
+        if due(self.last_psi, now, PSI_INTERVAL) {
+            self.last_psi = Some(now);
+            match self.node_psi.read() {
+                Ok(Some(psi)) => self.store.record_psi(Entity::Node, now, &psi),
+                Ok(None) => {}
+                Err(e) => report.errors.push(e.to_string()),
+            }
+            for pod in self.pod_collector.collect_psi(&self.pod_refs, now) {
+                self.store.record_psi(Entity::Pod(&pod.uid), pod.at, &pod.psi);
+                for c in &pod.containers {
+                    self.store.record_psi(Entity::Container(&c.id), pod.at, &c.psi);
+                }
+            }
+        }
+        if self.predictor.training_due(now) {
+            self.predictor.train(&self.store, &self.pod_refs, now, &mut self.scratch);
+            self.predictor.gc(now);
+            self.store.gc(now);
+        }
+        if let Some(path) = &self.config.checkpoint
+            && !self.config.dry_run
+            && self.predictor.checkpoint_due(now)
+        {
+            match checkpoint::save(path, &self.predictor.to_checkpoint()) {
+                Ok(()) => self.predictor.mark_checkpointed(now),
+                Err(e) => report.errors.push(e.to_string()),
+            }
+        }
+        if node.is_some() {
+            self.last_node = node;
+        }
+        report.node = node;
+        report.pods_measured = pods.len();
+        report.pods_known = self.pod_refs.len();
+        self.last_samples = pods;
+        self.stats.ticks += 1;
+        self.stats.errors += report.errors.len() as u64;
+        self.stats.last_tick_seconds = started.elapsed().as_secs_f64();
+        report
+    }
+
+    fn sync_pods(&mut self, now: Timestamp, report: &mut TickReport) {
+        if !self.config.sync_pods_every_tick && !due(self.last_pod_sync, now, POD_SYNC_INTERVAL) {
+            return;
+        }
+        self.last_pod_sync = Some(now);
+        if let Err(e) = self.pods.sync() {
+            self.stats.pod_source_failures += 1;
+            report.errors.push(e.to_string());
+        }
+        if self.pods.generation() == self.pod_generation {
+            return;
+        }
+        self.pod_generation = self.pods.generation();
+        self.pod_refs.clear();
+        for pod in self.pods.pods() {
+            match PodRef::from_pod(pod) {
+                Ok(p) => self.pod_refs.push(p),
+                Err(e) => report.errors.push(format!(
+                    "pod {}/{}: {e} (skipped)",
+                    pod.metadata.namespace.as_deref().unwrap_or_default(),
+                    pod.metadata.name.as_deref().unwrap_or_default()
+                )),
+            }
+        }
+        // Free the series of pods that are gone. (Their predictor models
+        // expire after 30 min without samples, as in the reference, so a pod
+        // that comes back after a short kubelet hiccup keeps its history.)
+        let uids: std::collections::HashSet<&str> =
+            self.pod_refs.iter().map(|p| p.uid.as_str()).collect();
+        self.store.retain_pods(|uid| uids.contains(uid));
+    }
+
+    /// The NodeMetric status as of `now`, from what was collected so far.
+    pub fn node_metric_status(&mut self, now: Timestamp) -> NodeMetricStatus {
+        let reclaim = ReclaimConfig::default();
+        let built = build(
+            &StatusInputs {
+                store: &self.store,
+                pods: &self.pod_refs,
+                policy: &self.policy,
+                prod: Some(ProdInputs {
+                    predictions: &self.predictor,
+                    allocatable: &self.allocatable,
+                    config: &reclaim,
+                }),
+                now,
+            },
+            &mut self.scratch,
+        );
+        built.status
+    }
+
+    /// The whole NodeMetric object (named after the node, with the spec in
+    /// force) as of `now`.
+    pub fn node_metric(&mut self, now: Timestamp) -> NodeMetric {
+        let mut metric = NodeMetric::new(&self.config.node_name, self.config.spec.clone());
+        metric.status = Some(self.node_metric_status(now));
+        metric
+    }
+
+    /// The pods the agent knows.
+    pub fn pods(&self) -> &[PodRef] {
+        &self.pod_refs
+    }
+
+    /// The last tick's pod samples.
+    pub fn last_pod_samples(&self) -> &[PodSample] {
+        &self.last_samples
+    }
+
+    /// The latest node sample.
+    pub fn last_node_sample(&self) -> Option<&NodeSample> {
+        self.last_node.as_ref()
+    }
+
+    /// The metric store.
+    pub fn store(&self) -> &MetricStore {
+        &self.store
+    }
+
+    /// The predictor.
+    pub fn predictor(&self) -> &PredictServer {
+        &self.predictor
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &AgentStats {
+        &self.stats
+    }
+
+    /// The node's allocatable used for prodReclaimable.
+    pub fn allocatable(&self) -> &ResourceVector {
+        &self.allocatable
+    }
+}
+
+fn due(last: Option<Timestamp>, now: Timestamp, every: Duration) -> bool {
+    last.is_none_or(|last| now.duration_since(last).as_secs_f64() >= every.as_secs_f64())
+}
+
+/// The node's capacity from `/proc`: online CPUs (`cpuN` lines of
+/// `/proc/stat`) × 1000 and MemTotal.
+fn node_capacity(proc_root: &std::path::Path) -> Result<ResourceVector, AgentError> {
+    let read = |name: &str| {
+        std::fs::read_to_string(proc_root.join(name))
+            .map_err(|e| AgentError::Capacity(format!("{}: {e}", proc_root.join(name).display())))
+    };
+    let stat = read("stat")?;
+    let cpus = stat
+        .lines()
+        .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
+        .count() as i64;
+    let meminfo = read("meminfo")?;
+    let mem_kib = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<i64>().ok())
+        .ok_or_else(|| AgentError::Capacity("MemTotal missing from meminfo".into()))?;
+    Ok(ResourceVector::cpu_memory(cpus * 1000, mem_kib * 1024))
+}

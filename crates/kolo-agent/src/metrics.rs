@@ -1,0 +1,129 @@
+//! The agent's `/metrics`: what it measured and how it is doing, in the
+//! Prometheus text format.
+//!
+//! A fresh registry is filled from the agent's state at each scrape, so a
+//! pod that went away simply stops appearing (no stale series to expire).
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
+
+use crate::agent::Agent;
+use crate::pods::PodSource;
+
+type FloatGauge = Gauge<f64, AtomicU64>;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PodLabels {
+    namespace: String,
+    pod: String,
+    qos: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ContainerLabels {
+    namespace: String,
+    pod: String,
+    container: String,
+}
+
+fn gauge(registry: &mut Registry, name: &str, help: &str, value: f64) {
+    let g = FloatGauge::default();
+    g.set(value);
+    registry.register(name, help, g);
+}
+
+fn counter(registry: &mut Registry, name: &str, help: &str, value: u64) {
+    let c: Counter = Counter::default();
+    c.inc_by(value);
+    registry.register(name, help, c);
+}
+
+/// The Prometheus text of the agent's current state.
+pub fn encode<S: PodSource>(agent: &Agent<S>) -> String {
+    let mut registry = Registry::with_prefix("kolo_agent");
+    let stats = agent.stats();
+    counter(&mut registry, "ticks", "Collection rounds run", stats.ticks);
+    counter(
+        &mut registry,
+        "errors",
+        "Problems met while collecting (each is logged)",
+        stats.errors,
+    );
+    counter(
+        &mut registry,
+        "pod_source_failures",
+        "Pod list fetches that failed or were empty (the last good list was kept)",
+        stats.pod_source_failures,
+    );
+    gauge(
+        &mut registry,
+        "tick_duration_seconds",
+        "Wall time of the last collection round",
+        stats.last_tick_seconds,
+    );
+    gauge(&mut registry, "pods", "Pods the agent knows on its node", agent.pods().len() as f64);
+    gauge(
+        &mut registry,
+        "store_bytes",
+        "Approximate memory held by the metric store",
+        agent.store().approx_bytes() as f64,
+    );
+    gauge(
+        &mut registry,
+        "predictor_bytes",
+        "Approximate memory held by the peak predictor",
+        agent.predictor().approx_bytes() as f64,
+    );
+    if let Some(node) = agent.last_node_sample() {
+        gauge(&mut registry, "node_cpu_usage_cores", "Node CPU in use", node.cpu_cores);
+        gauge(
+            &mut registry,
+            "node_memory_usage_bytes",
+            "Node memory in use, without page cache",
+            node.memory_bytes as f64,
+        );
+    }
+    let pod_cpu = Family::<PodLabels, FloatGauge>::default();
+    let pod_memory = Family::<PodLabels, FloatGauge>::default();
+    let container_cpu = Family::<ContainerLabels, FloatGauge>::default();
+    let container_memory = Family::<ContainerLabels, FloatGauge>::default();
+    for sample in agent.last_pod_samples() {
+        let Some(pod) = agent.pods().iter().find(|p| p.uid == sample.uid) else { continue };
+        let labels = PodLabels {
+            namespace: pod.namespace.clone(),
+            pod: pod.name.clone(),
+            qos: pod.qos.as_str().to_string(),
+        };
+        pod_cpu.get_or_create(&labels).set(sample.cpu_cores);
+        pod_memory.get_or_create(&labels).set(sample.memory_bytes as f64);
+        for c in &sample.containers {
+            let labels = ContainerLabels {
+                namespace: pod.namespace.clone(),
+                pod: pod.name.clone(),
+                container: c.name.clone(),
+            };
+            container_cpu.get_or_create(&labels).set(c.cpu_cores);
+            container_memory.get_or_create(&labels).set(c.memory_bytes as f64);
+        }
+    }
+    registry.register("pod_cpu_usage_cores", "Pod CPU in use", pod_cpu);
+    registry.register(
+        "pod_memory_usage_bytes",
+        "Pod memory in use, without page cache",
+        pod_memory,
+    );
+    registry.register("container_cpu_usage_cores", "Container CPU in use", container_cpu);
+    registry.register(
+        "container_memory_usage_bytes",
+        "Container memory in use, without page cache",
+        container_memory,
+    );
+    let mut text = String::new();
+    // Writing into a String cannot fail.
+    let _ = prometheus_client::encoding::text::encode(&mut text, &registry);
+    text
+}

@@ -1,0 +1,487 @@
+//! A sandbox on the real cgroups of the machine (cgroup v1), for tests,
+//! `kolo bench agent-overhead` and trying the agent without a cluster.
+//!
+//! [`TestCgroups`] creates a unique kubepods-shaped hierarchy
+//! `<mount>/kolo-test-<pid>-<n>/kubepods/{burstable,besteffort}` in the
+//! cpu, cpuacct, cpuset and memory hierarchies (wherever each is mounted:
+//! they may be separate, as on this machine, or combined), starts real
+//! processes in pod / container cgroups below it, and on drop — also when
+//! the test panics — kills every process, waits for it, and removes every
+//! cgroup it created, leaf to root. It never touches a cgroup it did not
+//! create (except removing empty `kolo-test-<pid>-*` leftovers of a dead
+//! test process).
+//!
+//! Give the agent `TestCgroups::layout_config()`: the cgroup root is the
+//! real one and the kubelet cgroup root is the unique test directory, so
+//! the agent's own path building finds the test pods.
+//!
+//! Tests hold a process-wide lock while a `TestCgroups` lives, so real
+//! cgroup tests of one test binary run one at a time (CPU measurements
+//! would disturb each other otherwise). The test directory gets the
+//! largest `cpu.shares` (262144), so processes in it get the CPU they ask
+//! for even while the machine is busy compiling.
+
+use std::fs;
+use std::io::{self, BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock, mpsc};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::cgroup::{CgroupDriver, CgroupVersion, Layout, LayoutConfig, PodPaths, Subsystem};
+use crate::pod_ref::{ContainerRef, PodRef};
+use kolo_api::kube_qos::KubeQoSClass;
+use kolo_api::{PriorityClass, QoSClass};
+use kolo_core::resources::ResourceVector;
+
+/// The real cgroup mount root.
+pub const CGROUP_ROOT: &str = "/sys/fs/cgroup";
+/// The hierarchies the harness creates its tree in.
+pub const CONTROLLERS: [Subsystem; 4] =
+    [Subsystem::Cpu, Subsystem::Cpuacct, Subsystem::Cpuset, Subsystem::Memory];
+
+static LOCK: Mutex<()> = Mutex::new(());
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// What a spawned process does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Workload {
+    /// A shell busy loop: one core.
+    Spin,
+    /// `sleep`: nothing.
+    Sleep,
+    /// Python allocating and touching `mib` MiB of anonymous memory, then
+    /// sleeping.
+    Memory {
+        /// MiB to allocate.
+        mib: u64,
+    },
+}
+
+/// A unique kubepods-shaped test hierarchy on the real cgroup v1 mounts.
+pub struct TestCgroups {
+    name: String,
+    /// (subsystem, absolute test root `<mount>/kolo-test-…`).
+    roots: Vec<(Subsystem, PathBuf)>,
+    /// Absolute dirs, in creation order (removed in reverse).
+    created: Vec<PathBuf>,
+    children: Vec<Child>,
+    paths: PodPaths,
+    _lock: MutexGuard<'static, ()>,
+}
+
+impl TestCgroups {
+    /// Creates the hierarchy, or says why this machine cannot (not root,
+    /// no cgroup v1 cpu / cpuacct / cpuset / memory hierarchies). Callers
+    /// print the reason loudly and return: see [`skip`].
+    pub fn new() -> Result<TestCgroups, String> {
+        let lock = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let layout = Layout::detect(&LayoutConfig::new(CGROUP_ROOT))
+            .map_err(|e| format!("no cgroups: {e}"))?;
+        if layout.version() != CgroupVersion::V1 {
+            return Err(format!(
+                "{CGROUP_ROOT} is cgroup v2; these tests need the cgroup v1 hierarchies"
+            ));
+        }
+        let mut mounts = Vec::new();
+        for s in CONTROLLERS {
+            let dir = layout.hierarchy(s).ok_or_else(|| {
+                format!("no cgroup v1 {} hierarchy under {CGROUP_ROOT}", s.name())
+            })?;
+            mounts.push((s, dir.to_path_buf()));
+        }
+        for (_, mount) in &mounts {
+            remove_stale(mount);
+        }
+        let name =
+            format!("kolo-test-{}-{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed));
+        let mut t = TestCgroups {
+            name: name.clone(),
+            roots: mounts.iter().map(|(s, m)| (*s, m.join(&name))).collect(),
+            created: Vec::new(),
+            children: Vec::new(),
+            paths: PodPaths::new(
+                CgroupDriver::Cgroupfs,
+                &crate::cgroup::CgroupDir::parse(&name).map_err(|e| e.to_string())?,
+            ),
+            _lock: lock,
+        };
+        // The test root itself (its creation tells whether we may).
+        match t.mkdir_one("") {
+            Ok(()) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem
+                ) =>
+            {
+                return Err(format!("cannot create cgroups ({e}): run as root"));
+            }
+            Err(e) => return Err(format!("cannot create a test cgroup: {e}")),
+        }
+        t.write(Subsystem::Cpu, "", "cpu.shares", "262144").map_err(|e| e.to_string())?;
+        for dir in ["kubepods", "kubepods/burstable", "kubepods/besteffort"] {
+            t.mkdir_one(dir).map_err(|e| format!("creating {dir}: {e}"))?;
+        }
+        Ok(t)
+    }
+
+    /// The unique directory name (`kolo-test-<pid>-<n>`): the kubelet
+    /// cgroup root to give the agent.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// What to give [`kolo_agent::cgroup::Cgroups::detect`] (cgroupfs
+    /// driver, real root, this test's kubelet root).
+    pub fn layout_config(&self) -> LayoutConfig {
+        LayoutConfig {
+            root: CGROUP_ROOT.into(),
+            kubelet_root: self.name.clone(),
+            driver: Some(CgroupDriver::Cgroupfs),
+        }
+    }
+
+    /// Absolute path of `rel` (relative to the test root) in a hierarchy.
+    pub fn abs(&self, subsystem: Subsystem, rel: &str) -> PathBuf {
+        let root =
+            &self.roots.iter().find(|(s, _)| *s == subsystem).expect("a harness hierarchy").1;
+        if rel.is_empty() { root.clone() } else { root.join(rel) }
+    }
+
+    /// The relative dir (below the test root) of an agent `CgroupDir`
+    /// (which includes the test root's name).
+    pub fn rel_of(&self, dir: &crate::cgroup::CgroupDir) -> String {
+        let p = dir.as_path().strip_prefix(&self.name).expect("below the test root");
+        p.to_str().expect("utf-8").to_string()
+    }
+
+    fn mkdir_one(&mut self, rel: &str) -> io::Result<()> {
+        for (s, _) in self.roots.clone() {
+            let dir = self.abs(s, rel);
+            fs::create_dir(&dir)?;
+            self.created.push(dir.clone());
+            if s == Subsystem::Cpuset {
+                // A new v1 cpuset is empty; give it its parent's.
+                let parent = dir.parent().expect("has a parent");
+                for f in ["cpuset.cpus", "cpuset.mems"] {
+                    let v = fs::read_to_string(parent.join(f))?;
+                    fs::write(dir.join(f), v.trim())?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Creates a pod cgroup (`kubepods/<qos>/pod<uid>`) and returns its
+    /// directory relative to the test root.
+    pub fn add_pod(&mut self, qos: KubeQoSClass, uid: &str) -> String {
+        let dir = self.paths.pod_dir(qos, uid).expect("valid test uid");
+        let rel = self.rel_of(&dir);
+        self.mkdir_one(&rel).unwrap_or_else(|e| panic!("creating {rel}: {e}"));
+        rel
+    }
+
+    /// Creates a container cgroup below a pod's and returns its relative
+    /// directory. `id` is the bare ID.
+    pub fn add_container(&mut self, pod_rel: &str, id: &str) -> String {
+        let rel = format!("{pod_rel}/{id}");
+        self.mkdir_one(&rel).unwrap_or_else(|e| panic!("creating {rel}: {e}"));
+        rel
+    }
+
+    /// Creates `pods` burstable pods with `containers` containers each
+    /// (no processes) and returns their [`PodRef`]s (for footprint
+    /// measurements).
+    pub fn populate(&mut self, pods: usize, containers: usize) -> Vec<PodRef> {
+        (0..pods)
+            .map(|p| {
+                let uid = test_uid(p as u64);
+                let pod_rel = self.add_pod(KubeQoSClass::Burstable, &uid);
+                let ids: Vec<String> =
+                    (0..containers).map(|c| test_container_id((p * 100 + c) as u64)).collect();
+                for id in &ids {
+                    self.add_container(&pod_rel, id);
+                }
+                let names: Vec<(String, String)> = ids
+                    .iter()
+                    .enumerate()
+                    .map(|(c, id)| (format!("c{c}"), format!("containerd://{id}")))
+                    .collect();
+                pod_ref(&uid, KubeQoSClass::Burstable, &names)
+            })
+            .collect()
+    }
+
+    /// Starts a process in the cgroup `rel` of every harness hierarchy
+    /// (the process moves itself in before it does anything, so all its
+    /// memory is charged there) and waits until it is ready (for
+    /// [`Workload::Memory`]: until the memory is touched). Returns its pid.
+    pub fn spawn(&mut self, rel: &str, workload: Workload) -> io::Result<u32> {
+        let procs: Vec<PathBuf> =
+            CONTROLLERS.iter().map(|s| self.abs(*s, rel).join("cgroup.procs")).collect();
+        let enter = r#"for f in "$@"; do echo $$ > "$f" || exit 1; done; "#;
+        let mut cmd = Command::new("/bin/sh");
+        let script = match workload {
+            Workload::Spin => format!("{enter}echo ready; while :; do :; done"),
+            Workload::Sleep => format!("{enter}echo ready; exec sleep 3600"),
+            Workload::Memory { mib } => {
+                let python = python().ok_or_else(|| io::Error::other("python3 not found"))?;
+                cmd.env("KOLO_PY", python).env(
+                    "KOLO_PY_CODE",
+                    format!(
+                        "import sys, time\nb = b'\\x01' * ({mib} << 20)\nsys.stdout.write('ready\\n')\nsys.stdout.flush()\ntime.sleep(3600)\n"
+                    ),
+                );
+                format!(r#"{enter}exec "$KOLO_PY" -c "$KOLO_PY_CODE""#)
+            }
+        };
+        cmd.arg("-c").arg(script).arg("sh").args(&procs);
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::inherit());
+        let mut child = cmd.spawn()?;
+        let pid = child.id();
+        let stdout = child.stdout.take().expect("piped");
+        self.children.push(child);
+        let (tx, rx) = mpsc::channel();
+        thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        match rx.recv_timeout(Duration::from_secs(30)) {
+            Ok(line) if line.trim() == "ready" => Ok(pid),
+            Ok(line) => {
+                Err(io::Error::other(format!("{workload:?} (pid {pid}) did not start: {line:?}")))
+            }
+            Err(_) => {
+                Err(io::Error::other(format!("{workload:?} (pid {pid}) not ready after 30 s")))
+            }
+        }
+    }
+
+    /// Reads a file of the test tree.
+    pub fn read(&self, subsystem: Subsystem, rel: &str, file: &str) -> io::Result<String> {
+        fs::read_to_string(self.abs(subsystem, rel).join(file)).map(|s| s.trim().to_string())
+    }
+
+    /// Writes a file of the test tree.
+    pub fn write(
+        &self,
+        subsystem: Subsystem,
+        rel: &str,
+        file: &str,
+        value: &str,
+    ) -> io::Result<()> {
+        fs::write(self.abs(subsystem, rel).join(file), value)
+    }
+
+    /// Every cgroup directory created so far (all hierarchies), in creation
+    /// order.
+    pub fn created(&self) -> &[PathBuf] {
+        &self.created
+    }
+
+    /// Kills every process started so far and waits for it.
+    pub fn kill_all(&mut self) {
+        for mut child in self.children.drain(..) {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for TestCgroups {
+    fn drop(&mut self) {
+        self.kill_all();
+        let mut problems = Vec::new();
+        // Anything else that ended up in our cgroups (a grandchild).
+        for dir in self.created.iter().rev() {
+            kill_procs(dir);
+        }
+        for dir in self.created.iter().rev() {
+            if let Err(e) = rmdir_retry(dir) {
+                problems.push(format!("{}: {e}", dir.display()));
+            }
+        }
+        if !problems.is_empty() {
+            eprintln!("kolo test harness: could not remove {problems:?}");
+        }
+    }
+}
+
+/// Kills the processes listed in a cgroup and waits (≤ 5 s) until it is
+/// empty.
+fn kill_procs(dir: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let pids: Vec<String> = fs::read_to_string(dir.join("cgroup.procs"))
+            .unwrap_or_default()
+            .split_whitespace()
+            .map(str::to_string)
+            .collect();
+        if pids.is_empty() || Instant::now() > deadline {
+            return;
+        }
+        let _ = Command::new("kill").arg("-9").args(&pids).stderr(Stdio::null()).status();
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn rmdir_retry(dir: &Path) -> io::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match fs::remove_dir(dir) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) if Instant::now() > deadline => return Err(e),
+            Err(_) => thread::sleep(Duration::from_millis(20)),
+        }
+    }
+}
+
+/// Removes `kolo-test-<pid>-*` trees of test processes that no longer
+/// exist (a test binary killed before its guards ran).
+fn remove_stale(mount: &Path) {
+    let Ok(entries) = fs::read_dir(mount) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix("kolo-test-")) else { continue };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        if Path::new("/proc").join(pid.to_string()).exists() {
+            continue;
+        }
+        remove_tree(&entry.path());
+    }
+}
+
+fn remove_tree(dir: &Path) {
+    if let Ok(entries) = fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                remove_tree(&entry.path());
+            }
+        }
+    }
+    kill_procs(dir);
+    let _ = rmdir_retry(dir);
+}
+
+/// The python3 interpreter (resolved once, past any pyenv shim).
+fn python() -> Option<&'static str> {
+    static PY: OnceLock<Option<String>> = OnceLock::new();
+    PY.get_or_init(|| {
+        let out = Command::new("python3")
+            .args(["-c", "import sys; print(sys.executable)"])
+            .output()
+            .ok()?;
+        let path = String::from_utf8(out.stdout).ok()?.trim().to_string();
+        (out.status.success() && !path.is_empty()).then_some(path)
+    })
+    .as_deref()
+}
+
+/// Whether [`Workload::Memory`] can run here.
+pub fn have_python() -> bool {
+    python().is_some()
+}
+
+/// Prints a loud skip notice (tests then return early). Written to the
+/// process's stderr directly, past the test harness's output capture, so it
+/// shows without `--nocapture`.
+pub fn skip(test: &str, reason: &str) {
+    use std::io::Write;
+    let _ = writeln!(io::stderr(), "\n*** SKIPPED {test}: {reason} ***");
+}
+
+/// A deterministic, valid pod UID.
+pub fn test_uid(n: u64) -> String {
+    format!("00000000-0000-4000-8000-{n:012x}")
+}
+
+/// A deterministic container ID (64 hex digits, like containerd's).
+pub fn test_container_id(n: u64) -> String {
+    format!("{n:064x}")
+}
+
+/// A running pod for the collector.
+pub fn pod_ref(uid: &str, qos: KubeQoSClass, containers: &[(String, String)]) -> PodRef {
+    PodRef {
+        uid: uid.to_string(),
+        namespace: "kolo-test".into(),
+        name: format!("pod-{uid}"),
+        kube_qos: qos,
+        qos: QoSClass::LS,
+        priority_class: PriorityClass::Prod,
+        requests: ResourceVector::default(),
+        limits: ResourceVector::default(),
+        terminated: false,
+        deleting: false,
+        created: None,
+        containers: containers
+            .iter()
+            .map(|(name, id)| ContainerRef { name: name.clone(), id: Some(id.clone()) })
+            .collect(),
+    }
+}
+
+/// Time the process has run on a CPU, ns (`/proc/<pid>/schedstat`): the
+/// independent reference for CPU measurements.
+pub fn cpu_time_ns(pid: u32) -> u64 {
+    fs::read_to_string(format!("/proc/{pid}/schedstat"))
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The process's resident anonymous memory, bytes (`RssAnon` of
+/// `/proc/<pid>/status`).
+pub fn rss_anon(pid: u32) -> u64 {
+    fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("RssAnon:"))?;
+            line.split_whitespace().nth(1)?.parse::<u64>().ok()
+        })
+        .map_or(0, |kib| kib * 1024)
+}
+
+/// A `kind: List` of running Pod objects (JSON) for the given pods, as a
+/// pods file for `kolo agent --standalone --pods`: name, namespace, UID,
+/// Kubernetes QoS class and each container's runtime ID, which is what the
+/// agent needs to find their cgroups.
+pub fn pods_file(pods: &[PodRef]) -> String {
+    let items: Vec<serde_json::Value> = pods
+        .iter()
+        .map(|p| {
+            let containers: Vec<serde_json::Value> = p
+                .containers
+                .iter()
+                .map(|c| serde_json::json!({"name": c.name, "image": "none"}))
+                .collect();
+            let statuses: Vec<serde_json::Value> = p
+                .containers
+                .iter()
+                .map(|c| {
+                    serde_json::json!({
+                        "name": c.name, "containerID": c.id, "image": "none", "imageID": "",
+                        "ready": true, "restartCount": 0
+                    })
+                })
+                .collect();
+            serde_json::json!({
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": p.name, "namespace": p.namespace, "uid": p.uid,
+                             "labels": {"koordinator.sh/qosClass": p.qos.as_str()}},
+                "spec": {"containers": containers},
+                "status": {"phase": "Running", "qosClass": p.kube_qos.as_str(),
+                           "containerStatuses": statuses}
+            })
+        })
+        .collect();
+    serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items}).to_string()
+}

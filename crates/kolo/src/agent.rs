@@ -1,0 +1,314 @@
+//! `kolo agent`: the node agent. In standalone mode (no API server) it
+//! takes its pods from a file or the kubelet, collects node, pod and
+//! container usage from `/proc` and cgroups every interval, and prints or
+//! serves `/metrics` and the NodeMetric it would report.
+
+use std::error::Error;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use kolo_agent::agent::{Agent, AgentConfig};
+use kolo_agent::cgroup::{CgroupDriver, LayoutConfig};
+use kolo_agent::pods::file::FileSource;
+use kolo_agent::pods::kubelet::{KubeletConfig, KubeletSource, KubeletTls};
+use kolo_agent::pods::{Fetched, PodSource, PodSourceError};
+use kolo_core::clock::Timestamp;
+
+use crate::logging::LogFormat;
+
+type BoxError = Box<dyn Error + Send + Sync>;
+
+/// Arguments shared by `kolo agent` and `kolo agent nodemetric`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Common {
+    /// Run without an API server: pods come from `--pods` or `--kubelet`,
+    /// and the NodeMetric is printed instead of written. (Running against a
+    /// cluster comes with kolo's Kubernetes driver.)
+    #[arg(long)]
+    pub standalone: bool,
+    /// A file of Pod objects (YAML or JSON; re-read when it changes).
+    #[arg(long, value_name = "FILE", conflicts_with = "kubelet")]
+    pub pods: Option<PathBuf>,
+    /// Ask the kubelet at this address for its pods (`https://ADDR:10250/pods/`).
+    #[arg(long, value_name = "HOST[:PORT]")]
+    pub kubelet: Option<String>,
+    /// Bearer token file for the kubelet (re-read on every request).
+    #[arg(long, value_name = "FILE", requires = "kubelet")]
+    pub kubelet_token_file: Option<PathBuf>,
+    /// CA bundle to verify the kubelet's certificate; without it the
+    /// certificate is not verified (kubelet serving certificates are usually
+    /// self-signed; Koordinator does the same).
+    #[arg(long, value_name = "FILE", requires = "kubelet")]
+    pub kubelet_ca: Option<PathBuf>,
+    /// Only pods whose `spec.nodeName` is this node (file source).
+    #[arg(long, value_name = "NAME")]
+    pub node_name: Option<String>,
+    /// The cgroup mount root.
+    #[arg(long, value_name = "DIR", default_value = "/sys/fs/cgroup")]
+    pub cgroup_root: PathBuf,
+    /// The kubelet's `--cgroup-root`, relative to each hierarchy (where
+    /// `kubepods` lives; usually empty).
+    #[arg(long, value_name = "DIR", default_value = "")]
+    pub kubelet_cgroup_root: String,
+    /// The kubelet's cgroup driver; default: detected from the kubepods
+    /// directory name.
+    #[arg(long, value_enum)]
+    pub cgroup_driver: Option<Driver>,
+    /// The proc filesystem.
+    #[arg(long, value_name = "DIR", default_value = "/proc")]
+    pub proc_root: PathBuf,
+    /// The sys filesystem.
+    #[arg(long, value_name = "DIR", default_value = "/sys")]
+    pub sys_root: PathBuf,
+    /// Collection interval in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    pub interval_ms: u64,
+    /// Write nothing (no predictor checkpoint).
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Predictor checkpoint file (restored at start, saved every 10 min).
+    #[arg(long, value_name = "FILE")]
+    pub checkpoint: Option<PathBuf>,
+    /// Log format (stderr; `RUST_LOG` filters, default `info`).
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+/// The kubelet's cgroup driver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Driver {
+    /// `kubepods/burstable/pod<uid>/<id>`.
+    Cgroupfs,
+    /// `kubepods.slice/kubepods-burstable.slice/...`.
+    Systemd,
+}
+
+/// `kolo agent` arguments.
+#[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct Args {
+    /// A subcommand; without one, the agent runs.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// How to find pods and cgroups.
+    #[command(flatten)]
+    pub common: Common,
+    /// Collect two rounds (one interval apart), print `/metrics` text and
+    /// exit.
+    #[arg(long)]
+    pub once: bool,
+    /// Serve `/metrics`, `/healthz` and `/readyz` here (e.g. 127.0.0.1:9316).
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<SocketAddr>,
+    /// Stop after this many seconds (default: run until killed).
+    #[arg(long, value_name = "SECONDS")]
+    pub duration: Option<u64>,
+}
+
+/// `kolo agent` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Collect for a while and print the NodeMetric the agent would report.
+    Nodemetric {
+        /// How to find pods and cgroups.
+        #[command(flatten)]
+        common: Common,
+        /// How long to collect before reporting, seconds (at least two
+        /// intervals: the first round only sets the CPU baselines).
+        #[arg(long, value_name = "SECONDS", default_value_t = 3)]
+        duration: u64,
+        /// Output format.
+        #[arg(short, long, value_enum, default_value_t = Format::Yaml)]
+        output: Format,
+    },
+}
+
+/// How the NodeMetric is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// YAML.
+    Yaml,
+    /// JSON.
+    Json,
+}
+
+/// The pod source chosen on the command line.
+enum Source {
+    File(FileSource),
+    Kubelet(Box<KubeletSource>),
+}
+
+impl PodSource for Source {
+    fn name(&self) -> &str {
+        match self {
+            Source::File(s) => s.name(),
+            Source::Kubelet(s) => s.name(),
+        }
+    }
+
+    fn fetch(&mut self) -> Result<Fetched, PodSourceError> {
+        match self {
+            Source::File(s) => s.fetch(),
+            Source::Kubelet(s) => s.fetch(),
+        }
+    }
+}
+
+fn build_agent(common: &Common) -> Result<Agent<Source>, BoxError> {
+    if !common.standalone {
+        return Err("only --standalone is available yet: running against an API server comes \
+                    with kolo's Kubernetes driver (pass --standalone with --pods or --kubelet)"
+            .into());
+    }
+    let node_name = match &common.node_name {
+        Some(n) => n.clone(),
+        None => std::fs::read_to_string(common.proc_root.join("sys/kernel/hostname"))
+            .map(|h| h.trim().to_string())
+            .unwrap_or_else(|_| "localhost".into()),
+    };
+    let (source, every_tick) = match (&common.pods, &common.kubelet) {
+        (Some(path), None) => {
+            let mut file = FileSource::new(path);
+            if let Some(n) = &common.node_name {
+                file = file.with_node_name(n.clone());
+            }
+            (Source::File(file), true)
+        }
+        (None, Some(addr)) => {
+            let (host, port) = match addr.rsplit_once(':') {
+                Some((h, p)) if !h.contains(':') || h.starts_with('[') => {
+                    (h.trim_matches(['[', ']']).to_string(), Some(p.parse::<u16>()?))
+                }
+                _ => (addr.clone(), None),
+            };
+            let mut cfg = KubeletConfig::new(host);
+            if let Some(port) = port {
+                cfg.port = port;
+            }
+            cfg.token_file = common.kubelet_token_file.clone();
+            if let Some(ca) = &common.kubelet_ca {
+                cfg.tls = KubeletTls::Verify { ca_file: ca.clone(), server_name: None };
+            }
+            (Source::Kubelet(Box::new(KubeletSource::new(cfg)?)), false)
+        }
+        _ => return Err("give the pods with --pods FILE or --kubelet HOST[:PORT]".into()),
+    };
+    let mut layout = LayoutConfig::new(&common.cgroup_root);
+    layout.kubelet_root = common.kubelet_cgroup_root.clone();
+    layout.driver = common.cgroup_driver.map(|d| match d {
+        Driver::Cgroupfs => CgroupDriver::Cgroupfs,
+        Driver::Systemd => CgroupDriver::Systemd,
+    });
+    let mut config = AgentConfig::new(node_name);
+    config.cgroups = layout;
+    config.proc_root = common.proc_root.clone();
+    config.sys_root = common.sys_root.clone();
+    config.interval = Duration::from_millis(common.interval_ms.max(100));
+    config.dry_run = common.dry_run;
+    config.checkpoint = common.checkpoint.clone();
+    config.sync_pods_every_tick = every_tick;
+    Ok(Agent::new(config, source)?)
+}
+
+/// Ticks `agent` every interval until `rounds` ticks ran (or forever),
+/// logging each tick's problems once per distinct message.
+fn run_ticks(agent: &Mutex<Agent<Source>>, interval: Duration, rounds: Option<u64>) {
+    let start = Instant::now();
+    let mut last_errors: Vec<String> = Vec::new();
+    let mut n = 0u64;
+    loop {
+        let report = agent.lock().expect("agent lock").tick(Timestamp::now());
+        if report.errors != last_errors {
+            for e in &report.errors {
+                tracing::warn!(error = %e, "collection problem");
+            }
+            last_errors = report.errors;
+        }
+        n += 1;
+        if rounds.is_some_and(|r| n >= r) {
+            return;
+        }
+        // Sleep to the next multiple of the interval: no drift, no catch-up
+        // storm after a slow round.
+        let next = interval
+            .mul_f64((start.elapsed().as_secs_f64() / interval.as_secs_f64()).floor() + 1.0);
+        std::thread::sleep(next.saturating_sub(start.elapsed()));
+    }
+}
+
+/// Runs `kolo agent ...`.
+pub fn run(args: Args, out: &mut dyn Write) -> Result<(), BoxError> {
+    match args.command {
+        Some(Command::Nodemetric { common, duration, output }) => {
+            crate::logging::init(common.log_format);
+            let interval = Duration::from_millis(common.interval_ms.max(100));
+            let agent = Mutex::new(build_agent(&common)?);
+            let rounds = (Duration::from_secs(duration).as_secs_f64() / interval.as_secs_f64())
+                .ceil()
+                .max(2.0) as u64;
+            run_ticks(&agent, interval, Some(rounds));
+            let metric = agent.lock().expect("agent lock").node_metric(Timestamp::now());
+            match output {
+                Format::Json => {
+                    serde_json::to_writer_pretty(&mut *out, &metric)?;
+                    writeln!(out)?;
+                }
+                Format::Yaml => out.write_all(serde_saphyr::to_string(&metric)?.as_bytes())?,
+            }
+            Ok(())
+        }
+        None => {
+            crate::logging::init(args.common.log_format);
+            let interval = Duration::from_millis(args.common.interval_ms.max(100));
+            let agent = Arc::new(Mutex::new(build_agent(&args.common)?));
+            if args.once {
+                run_ticks(&agent, interval, Some(2));
+                let text = kolo_agent::metrics::encode(&*agent.lock().expect("agent lock"));
+                out.write_all(text.as_bytes())?;
+                return Ok(());
+            }
+            if let Some(addr) = args.listen {
+                serve_metrics(addr, Arc::clone(&agent))?;
+            }
+            let rounds = args.duration.map(|d| {
+                (Duration::from_secs(d).as_secs_f64() / interval.as_secs_f64()).ceil() as u64
+            });
+            tracing::info!(interval_ms = interval.as_millis() as u64, "agent running");
+            run_ticks(&agent, interval, rounds);
+            Ok(())
+        }
+    }
+}
+
+/// Serves `/metrics`, `/healthz` and `/readyz` on a thread of its own (a
+/// single-threaded runtime: scrapes are rare and cheap).
+fn serve_metrics(addr: SocketAddr, agent: Arc<Mutex<Agent<Source>>>) -> Result<(), BoxError> {
+    let listener =
+        std::net::TcpListener::bind(addr).map_err(|e| format!("--listen {addr}: {e}"))?;
+    listener.set_nonblocking(true)?;
+    tracing::info!(%addr, "serving /metrics");
+    std::thread::Builder::new().name("metrics".into()).spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .build()
+            .expect("a current-thread runtime builds");
+        runtime.block_on(async move {
+            let metrics = move || {
+                let agent = Arc::clone(&agent);
+                async move { kolo_agent::metrics::encode(&*agent.lock().expect("agent lock")) }
+            };
+            let router = axum::Router::new()
+                .route("/metrics", axum::routing::get(metrics))
+                .route("/healthz", axum::routing::get(|| async { "ok" }))
+                .route("/readyz", axum::routing::get(|| async { "ok" }));
+            let listener = tokio::net::TcpListener::from_std(listener).expect("a bound listener");
+            if let Err(e) = axum::serve(listener, router).await {
+                tracing::error!(error = %e, "metrics server stopped");
+            }
+        });
+    })?;
+    Ok(())
+}

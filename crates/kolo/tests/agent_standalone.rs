@@ -1,0 +1,149 @@
+//! `kolo agent --standalone` on this machine's real cgroups: a sandbox
+//! kubepods tree with a spinning pod and a pod holding 64 MiB, a pods file
+//! naming them, and the agent binary run as a user would. Skips loudly
+//! without root or cgroup v1.
+
+use kolo_agent::sandbox::{
+    TestCgroups, Workload, have_python, pod_ref, pods_file, skip, test_container_id, test_uid,
+};
+use kolo_api::kube_qos::KubeQoSClass;
+use serde_json::Value;
+
+mod common;
+use common::run_kolo;
+
+struct Setup {
+    sandbox: TestCgroups,
+    pods: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+fn setup(test: &str) -> Option<Setup> {
+    let mut sandbox = match TestCgroups::new() {
+        Ok(s) => s,
+        Err(reason) => {
+            skip(test, &reason);
+            return None;
+        }
+    };
+    if !have_python() {
+        skip(test, "python3 is needed for the memory workload");
+        return None;
+    }
+    let mut refs = Vec::new();
+    for (n, workload) in [(1u64, Workload::Spin), (2, Workload::Memory { mib: 64 })] {
+        let uid = test_uid(n);
+        let id = test_container_id(n);
+        let pod_rel = sandbox.add_pod(KubeQoSClass::Burstable, &uid);
+        let rel = sandbox.add_container(&pod_rel, &id);
+        sandbox.spawn(&rel, workload).expect("workload starts");
+        let mut p = pod_ref(
+            &uid,
+            KubeQoSClass::Burstable,
+            &[("main".into(), format!("containerd://{id}"))],
+        );
+        p.name = if n == 1 { "spinner".into() } else { "holder".into() };
+        refs.push(p);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let pods = dir.path().join("pods.json");
+    std::fs::write(&pods, pods_file(&refs)).unwrap();
+    Some(Setup { sandbox, pods, _dir: dir })
+}
+
+fn common_args(s: &Setup) -> Vec<String> {
+    vec![
+        "--standalone".into(),
+        "--pods".into(),
+        s.pods.display().to_string(),
+        "--cgroup-root".into(),
+        "/sys/fs/cgroup".into(),
+        "--kubelet-cgroup-root".into(),
+        s.sandbox.name().to_string(),
+        "--cgroup-driver".into(),
+        "cgroupfs".into(),
+        "--dry-run".into(),
+    ]
+}
+
+/// The value of a Prometheus sample line `name{...pod="pod"...} value`.
+fn sample(text: &str, name: &str, pod: &str) -> f64 {
+    text.lines()
+        .find(|l| l.starts_with(&format!("{name}{{")) && l.contains(&format!("pod=\"{pod}\"")))
+        .unwrap_or_else(|| panic!("no {name} for {pod} in:\n{text}"))
+        .rsplit(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn once_prints_metrics_measured_from_real_cgroups() {
+    let Some(s) = setup("once_prints_metrics_measured_from_real_cgroups") else { return };
+    let mut args = vec!["agent".to_string()];
+    args.extend(common_args(&s));
+    args.push("--once".into());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = run_kolo(&args, None);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let spin = sample(&text, "kolo_agent_pod_cpu_usage_cores", "spinner");
+    assert!((0.6..=1.2).contains(&spin), "spinner uses one core, measured {spin}\n{text}");
+    let idle = sample(&text, "kolo_agent_pod_cpu_usage_cores", "holder");
+    assert!(idle < 0.2, "the holder sleeps, measured {idle}");
+    let mem = sample(&text, "kolo_agent_pod_memory_usage_bytes", "holder");
+    assert!((64.0 * 1048576.0..=110.0 * 1048576.0).contains(&mem), "64 MiB held, measured {mem}");
+    assert!(text.contains("kolo_agent_pods 2"), "{text}");
+    assert!(text.contains("kolo_agent_node_cpu_usage_cores "), "{text}");
+    drop(s);
+}
+
+#[test]
+fn nodemetric_reports_the_pods_in_the_reference_shape() {
+    let Some(s) = setup("nodemetric_reports_the_pods_in_the_reference_shape") else { return };
+    let mut args = vec!["agent".to_string(), "nodemetric".into()];
+    args.extend(common_args(&s));
+    args.extend([
+        "--duration".into(),
+        "2".into(),
+        "--node-name".into(),
+        "sandbox-node".into(),
+        "-o".into(),
+        "json".into(),
+    ]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = run_kolo(&args, None);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let metric: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(metric["kind"], "NodeMetric");
+    assert_eq!(metric["metadata"]["name"], "sandbox-node");
+    let status = &metric["status"];
+    assert!(status["updateTime"].is_string());
+    assert!(status["nodeMetric"]["nodeUsage"]["resources"]["cpu"].is_string(), "{status}");
+    let pods = status["podsMetric"].as_array().unwrap();
+    let names: Vec<&str> = pods.iter().map(|p| p["name"].as_str().unwrap()).collect();
+    // Sorted by namespace, then name.
+    assert_eq!(names, ["holder", "spinner"]);
+    let spinner = &pods[1];
+    let cpu = kolo_api::Quantity::parse(spinner["podUsage"]["resources"]["cpu"].as_str().unwrap())
+        .unwrap();
+    assert!((600..=1200).contains(&cpu.milli_value()), "spinner cpu {}", cpu.milli_value());
+    assert_eq!(spinner["qos"], "LS");
+    assert_eq!(spinner["priority"], "koord-prod");
+    let mem =
+        kolo_api::Quantity::parse(pods[0]["podUsage"]["resources"]["memory"].as_str().unwrap())
+            .unwrap();
+    assert!(mem.value() >= 64 << 20, "holder memory {}", mem.value());
+    drop(s);
+}
+
+#[test]
+fn without_standalone_or_pods_it_says_what_to_do() {
+    let out = run_kolo(&["agent", "--pods", "x.yaml"], None);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--standalone"));
+    let out = run_kolo(&["agent", "--standalone"], None);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--pods FILE or --kubelet"));
+}
