@@ -184,6 +184,11 @@ impl TestCgroups {
         rel
     }
 
+    /// The directory (relative to the test root) of a pod's cgroup.
+    pub fn pod_rel(&self, qos: KubeQoSClass, uid: &str) -> String {
+        self.rel_of(&self.paths.pod_dir(qos, uid).expect("valid test uid"))
+    }
+
     /// Creates a container cgroup below a pod's and returns its relative
     /// directory. `id` is the bare ID.
     pub fn add_container(&mut self, pod_rel: &str, id: &str) -> String {

@@ -4,6 +4,7 @@
 //! container image serves every Deployment and the DaemonSet.
 
 mod agent;
+mod bench;
 mod crds;
 mod inspect;
 mod logging;
@@ -104,6 +105,12 @@ enum Command {
         #[command(subcommand)]
         command: manager::Command,
     },
+    /// Measure kolo on this machine (e.g. the agent's footprint on real
+    /// cgroups).
+    Bench {
+        #[command(subcommand)]
+        command: bench::Command,
+    },
     /// Print kolo's version.
     Version,
 }
@@ -154,6 +161,9 @@ fn main() -> ExitCode {
         }
         Command::Agent(args) => {
             agent::run(*args, &mut std::io::stdout().lock()).map_err(CliError::Command)
+        }
+        Command::Bench { command } => {
+            bench::run(command, &mut std::io::stdout().lock()).map_err(CliError::Command)
         }
         Command::Manager { command } => manager::run(command).map_err(CliError::Command),
         Command::Schedule { snapshots, config, output, all, explain, explain_all, now } => {
