@@ -193,7 +193,7 @@ impl PodCollector {
         let round = self.round;
         let now_ns = now.as_nanosecond();
         let version = self.cgroups.version();
-        let memory_round = round % self.container_memory_every == 0;
+        let memory_round = round.is_multiple_of(self.container_memory_every);
         let PodCollector { cgroups, pods: states, buf, errors, budget, .. } = self;
         let mut out = Vec::with_capacity(pods.len());
         for pod in pods.iter().filter(|p| !p.terminated) {
