@@ -109,6 +109,8 @@ pub struct Args {
 }
 
 /// `kolo agent` subcommands.
+// Parsed once per process: the size difference between variants is moot.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
     /// Collect for a while and print the NodeMetric the agent would report.
@@ -123,6 +125,16 @@ pub enum Command {
         /// Output format.
         #[arg(short, long, value_enum, default_value_t = Format::Yaml)]
         output: Format,
+    },
+    /// Try the agent on this machine without a cluster: creates a small
+    /// kubepods tree as real cgroups (one pod spinning a CPU, one holding
+    /// 64 MiB, one idle), runs the agent on it, prints what it measures
+    /// every second and the NodeMetric at the end, and removes everything
+    /// it created. Needs root and cgroup v1 (cpu, cpuacct, cpuset, memory).
+    Demo {
+        /// How long to run, seconds.
+        #[arg(long, value_name = "SECONDS", default_value_t = 5)]
+        seconds: u64,
     },
 }
 
@@ -242,6 +254,7 @@ fn run_ticks(agent: &Mutex<Agent<Source>>, interval: Duration, rounds: Option<u6
 /// Runs `kolo agent ...`.
 pub fn run(args: Args, out: &mut dyn Write) -> Result<(), BoxError> {
     match args.command {
+        Some(Command::Demo { seconds }) => demo(seconds, out),
         Some(Command::Nodemetric { common, duration, output }) => {
             crate::logging::init(common.log_format);
             let interval = Duration::from_millis(common.interval_ms.max(100));
@@ -310,5 +323,102 @@ fn serve_metrics(addr: SocketAddr, agent: Arc<Mutex<Agent<Source>>>) -> Result<(
             }
         });
     })?;
+    Ok(())
+}
+
+fn demo(seconds: u64, out: &mut dyn Write) -> Result<(), BoxError> {
+    use kolo_agent::sandbox::{
+        TestCgroups, Workload, pod_ref, pods_file, test_container_id, test_uid,
+    };
+    use kolo_api::kube_qos::KubeQoSClass;
+
+    crate::logging::init(LogFormat::Text);
+    let mut sandbox = TestCgroups::new().map_err(|reason| format!("kolo agent demo: {reason}"))?;
+    let mut refs = Vec::new();
+    let workloads = [
+        ("spinner", Workload::Spin),
+        ("holder", Workload::Memory { mib: 64 }),
+        ("idle", Workload::Sleep),
+    ];
+    for (n, (name, workload)) in workloads.into_iter().enumerate() {
+        let (uid, id) = (test_uid(n as u64 + 1), test_container_id(n as u64 + 1));
+        let pod_rel = sandbox.add_pod(KubeQoSClass::Burstable, &uid);
+        let rel = sandbox.add_container(&pod_rel, &id);
+        if let Err(e) = sandbox.spawn(&rel, workload) {
+            // python3 may be missing for the memory holder: run without it.
+            writeln!(out, "({name}: {e}; running without it)")?;
+        }
+        let mut p = pod_ref(
+            &uid,
+            KubeQoSClass::Burstable,
+            &[("main".into(), format!("containerd://{id}"))],
+        );
+        p.name = name.into();
+        refs.push(p);
+    }
+    let dir = tempfile::tempdir()?;
+    let pods = dir.path().join("pods.json");
+    std::fs::write(&pods, pods_file(&refs))?;
+    writeln!(
+        out,
+        "cgroups: /sys/fs/cgroup/{{cpu,cpuacct,cpuset,memory}}/{}/kubepods/burstable/pod<uid>/<id>",
+        sandbox.name()
+    )?;
+    writeln!(
+        out,
+        "pods file: {}  (the same as: kolo agent --standalone --pods FILE --kubelet-cgroup-root {} --cgroup-driver cgroupfs)",
+        pods.display(),
+        sandbox.name()
+    )?;
+    let common = Common {
+        standalone: true,
+        pods: Some(pods),
+        kubelet: None,
+        kubelet_token_file: None,
+        kubelet_ca: None,
+        node_name: Some("demo-node".into()),
+        cgroup_root: "/sys/fs/cgroup".into(),
+        kubelet_cgroup_root: sandbox.name().to_string(),
+        cgroup_driver: Some(Driver::Cgroupfs),
+        proc_root: "/proc".into(),
+        sys_root: "/sys".into(),
+        interval_ms: 1000,
+        dry_run: true,
+        checkpoint: None,
+        log_format: LogFormat::Text,
+    };
+    let mut agent = build_agent(&common)?;
+    writeln!(
+        out,
+        "{:>4}  {:>10}  {:>12}  {:>12}  {:>12}",
+        "t", "node cpu", "spinner cpu", "holder mem", "idle cpu"
+    )?;
+    let start = Instant::now();
+    for t in 0..=seconds {
+        let report = agent.tick(Timestamp::now());
+        let find = |name: &str| {
+            let uid = &agent.pods().iter().find(|p| p.name == name)?.uid;
+            agent.last_pod_samples().iter().find(|s| &s.uid == uid).cloned()
+        };
+        if let Some(node) = report.node {
+            let cpu = |n| find(n).map_or("-".into(), |s| format!("{:.2} cores", s.cpu_cores));
+            let mem =
+                find("holder").map_or("-".into(), |s| format!("{} MiB", s.memory_bytes >> 20));
+            writeln!(
+                out,
+                "{t:>3}s  {:>10}  {:>12}  {:>12}  {:>12}",
+                format!("{:.2} cores", node.cpu_cores),
+                cpu("spinner"),
+                mem,
+                cpu("idle")
+            )?;
+        } else {
+            writeln!(out, "{t:>3}s  (first round: CPU baselines only)")?;
+        }
+        std::thread::sleep(Duration::from_secs(t + 1).saturating_sub(start.elapsed()));
+    }
+    writeln!(out, "---\n# the NodeMetric the agent would report")?;
+    out.write_all(serde_saphyr::to_string(&agent.node_metric(Timestamp::now()))?.as_bytes())?;
+    drop(sandbox);
     Ok(())
 }
