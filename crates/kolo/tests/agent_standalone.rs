@@ -147,3 +147,44 @@ fn without_standalone_or_pods_it_says_what_to_do() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--pods FILE or --kubelet"));
 }
+
+fn http_get(port: u16, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(stream, "GET {path} HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    answer
+}
+
+#[test]
+fn serves_metrics_while_running() {
+    let Some(s) = setup("serves_metrics_while_running") else { return };
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut args = common_args(&s);
+    args.extend(["--listen".into(), format!("127.0.0.1:{port}"), "--duration".into(), "6".into()]);
+    let mut child = common::kolo()
+        .arg("agent")
+        .args(&args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Two rounds (the first is the CPU baseline) and a little slack.
+    std::thread::sleep(std::time::Duration::from_millis(3000));
+    let health = http_get(port, "/healthz");
+    let metrics = http_get(port, "/metrics");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(health.starts_with("HTTP/1.1 200"), "{health}");
+    assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
+    let body = metrics.split("\r\n\r\n").nth(1).unwrap();
+    let spin = sample(body, "kolo_agent_pod_cpu_usage_cores", "spinner");
+    assert!((0.6..=1.2).contains(&spin), "spinner {spin}");
+    assert!(
+        body.contains("# TYPE kolo_agent_ticks counter")
+            && body.contains("kolo_agent_ticks_total "),
+        "{body}"
+    );
+    drop(s);
+}
