@@ -43,7 +43,8 @@ pub struct Common {
     /// self-signed; Koordinator does the same).
     #[arg(long, value_name = "FILE", requires = "kubelet")]
     pub kubelet_ca: Option<PathBuf>,
-    /// Only pods whose `spec.nodeName` is this node (file source).
+    /// The node's name (the NodeMetric's name; default: the hostname). A
+    /// pods file then only gives pods bound to it or to no node.
     #[arg(long, value_name = "NAME")]
     pub node_name: Option<String>,
     /// The cgroup mount root.
