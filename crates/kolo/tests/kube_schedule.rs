@@ -19,7 +19,6 @@ use serde_json::{Value, json};
 
 mod common;
 
-use common::try_run;
 use common::{kolo, kubectl, run};
 
 /// Deletes what the test created when it goes out of scope, so a failed
@@ -43,41 +42,7 @@ impl Drop for Cleanup<'_> {
             // Terminating; it is empty by now.
             vec!["delete", "namespace", &self.namespace, "--wait=false", "--ignore-not-found"],
         ];
-        for args in steps {
-            let (description, output) = try_run(kubectl(self.config).args(&args), None);
-            if !output.status.success() {
-                eprintln!(
-                    "cleanup: {description} failed: {}",
-                    String::from_utf8_lossy(&output.stderr)
-                );
-            }
-        }
-        self.finalize_namespace();
-    }
-}
-
-impl Cleanup<'_> {
-    /// Does the namespace controller's last step if there is no controller
-    /// (the test cluster runs none): the namespace is empty, so its
-    /// `kubernetes` finalizer may go. Gone already on a full cluster.
-    fn finalize_namespace(&self) {
-        let (_, output) = try_run(
-            kubectl(self.config).args(["get", "namespace", &self.namespace, "-o", "json"]),
-            None,
-        );
-        if !output.status.success() {
-            return;
-        }
-        let Ok(mut namespace) = serde_json::from_slice::<Value>(&output.stdout) else { return };
-        namespace["spec"]["finalizers"] = json!([]);
-        let path = format!("/api/v1/namespaces/{}/finalize", self.namespace);
-        let (description, output) = try_run(
-            kubectl(self.config).args(["replace", "--raw", &path, "-f", "-"]),
-            Some(namespace.to_string().as_bytes()),
-        );
-        if !output.status.success() {
-            eprintln!("cleanup: {description} failed: {}", String::from_utf8_lossy(&output.stderr));
-        }
+        common::cleanup(self.config, &steps, &self.namespace);
     }
 }
 

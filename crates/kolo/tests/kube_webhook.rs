@@ -73,41 +73,7 @@ impl Drop for Cleanup<'_> {
             ],
             vec!["delete", "namespace", &self.namespace, "--wait=false", "--ignore-not-found"],
         ];
-        for args in steps {
-            let (description, output) = try_run(kubectl(self.config).args(&args), None);
-            if !output.status.success() {
-                eprintln!(
-                    "cleanup: {description} failed: {}",
-                    String::from_utf8_lossy(&output.stderr)
-                );
-            }
-        }
-        self.finalize_namespace();
-    }
-}
-
-impl Cleanup<'_> {
-    /// Does the namespace controller's last step when there is none (the
-    /// test cluster runs none): the namespace is empty, its `kubernetes`
-    /// finalizer may go.
-    fn finalize_namespace(&self) {
-        let (_, output) = try_run(
-            kubectl(self.config).args(["get", "namespace", &self.namespace, "-o", "json"]),
-            None,
-        );
-        if !output.status.success() {
-            return;
-        }
-        let Ok(mut namespace) = serde_json::from_slice::<Value>(&output.stdout) else { return };
-        namespace["spec"]["finalizers"] = json!([]);
-        let path = format!("/api/v1/namespaces/{}/finalize", self.namespace);
-        let (description, output) = try_run(
-            kubectl(self.config).args(["replace", "--raw", &path, "-f", "-"]),
-            Some(namespace.to_string().as_bytes()),
-        );
-        if !output.status.success() {
-            eprintln!("cleanup: {description} failed: {}", String::from_utf8_lossy(&output.stderr));
-        }
+        common::cleanup(self.config, &steps, &self.namespace);
     }
 }
 

@@ -16,3 +16,29 @@ pub mod node;
 pub mod pod;
 pub mod psi;
 pub mod topology;
+
+use std::io;
+use std::path::PathBuf;
+
+/// Reading or parsing a `/proc`, sysfs or PSI file failed.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    /// The file could not be read.
+    #[error("reading {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: io::Error,
+    },
+    /// The content is not what the kernel writes.
+    #[error("{path}: line {line}: {message}")]
+    Parse {
+        /// The file (or the name the caller gave the text).
+        path: PathBuf,
+        /// 1-based line number (0 for the file as a whole).
+        line: usize,
+        /// What is wrong, quoting the offending text.
+        message: String,
+    },
+}

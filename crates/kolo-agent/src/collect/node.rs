@@ -26,7 +26,7 @@
 //! an error is reported.
 
 use std::fs::File;
-use std::io::{self, Read};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use kolo_core::clock::Timestamp;
@@ -41,27 +41,7 @@ use crate::sample::NodeSample;
 pub const DEFAULT_USER_HZ: u32 = 100;
 
 /// Reading or parsing a `/proc` or sysfs file failed.
-#[derive(Debug, thiserror::Error)]
-pub enum NodeCollectError {
-    /// The file could not be read.
-    #[error("reading {path}: {source}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The I/O error.
-        source: io::Error,
-    },
-    /// The file's content is not what the kernel writes.
-    #[error("{path}: line {line}: {message}")]
-    Parse {
-        /// The file.
-        path: PathBuf,
-        /// 1-based line number (0 for the file as a whole).
-        line: usize,
-        /// What is wrong.
-        message: String,
-    },
-}
+pub type NodeCollectError = super::FileError;
 
 /// One NUMA node's usage over the last round.
 #[derive(Debug, Clone, Copy, PartialEq)]

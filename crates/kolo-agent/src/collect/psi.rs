@@ -53,29 +53,9 @@ impl PsiFile {
     }
 }
 
-/// Reading or parsing a PSI file failed.
-#[derive(Debug, thiserror::Error)]
-pub enum PsiError {
-    /// The file exists but could not be read.
-    #[error("reading {path}: {source}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The I/O error.
-        source: io::Error,
-    },
-    /// The text is not in the PSI format.
-    #[error("{path}: line {line}: {message}")]
-    Parse {
-        /// The file (or the name the caller gave the text).
-        path: PathBuf,
-        /// 1-based line number (0 when the problem is the file as a whole,
-        /// e.g. no `some` line).
-        line: usize,
-        /// What is wrong, quoting the offending text.
-        message: String,
-    },
-}
+/// Reading or parsing a PSI file failed (`line` 0: the file as a whole,
+/// e.g. no `some` line).
+pub type PsiError = super::FileError;
 
 /// The longest piece of input an error message quotes.
 const MAX_QUOTED: usize = 64;

@@ -247,6 +247,14 @@ impl PsiRings {
     }
 }
 
+/// Pushes one (cpu cores, memory bytes, memory-with-cache bytes) point.
+fn push_usage(series: &mut NodeSeries, c: &mut Counters, at: Timestamp, usage: (f64, u64, u64)) {
+    let t = at.as_millisecond();
+    c.count(series.cpu.push(t, usage.0 as f32));
+    c.count(series.memory.push(t, kib(usage.1)));
+    c.count(series.memory_with_cache.push(t, kib(usage.2)));
+}
+
 #[derive(Debug, Clone)]
 struct NodeSeries {
     cpu: Ring,
@@ -429,20 +437,14 @@ impl MetricStore {
 
     /// Records a node sample.
     pub fn record_node(&mut self, s: &NodeSample) {
-        let t = s.at.as_millisecond();
-        let c = &mut self.counters;
-        c.count(self.node.cpu.push(t, s.cpu_cores as f32));
-        c.count(self.node.memory.push(t, kib(s.memory_bytes)));
-        c.count(self.node.memory_with_cache.push(t, kib(s.memory_with_cache_bytes)));
+        let usage = (s.cpu_cores, s.memory_bytes, s.memory_with_cache_bytes);
+        push_usage(&mut self.node, &mut self.counters, s.at, usage);
     }
 
     /// Records a system sample (see [`system_sample`]).
     pub fn record_system(&mut self, s: &SystemSample) {
-        let t = s.at.as_millisecond();
-        let c = &mut self.counters;
-        c.count(self.system.cpu.push(t, s.cpu_cores as f32));
-        c.count(self.system.memory.push(t, kib(s.memory_bytes)));
-        c.count(self.system.memory_with_cache.push(t, kib(s.memory_with_cache_bytes)));
+        let usage = (s.cpu_cores, s.memory_bytes, s.memory_with_cache_bytes);
+        push_usage(&mut self.system, &mut self.counters, s.at, usage);
     }
 
     /// Records a pod sample and its containers' samples.

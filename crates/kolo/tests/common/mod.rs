@@ -82,3 +82,32 @@ pub fn json(output: &Output) -> serde_json::Value {
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     serde_json::from_slice(&output.stdout).unwrap()
 }
+
+/// Runs `kubectl` cleanup steps (logging, not failing, on errors), then
+/// does the namespace controller's last step, which the test cluster lacks:
+/// the namespace is empty by now, so its `kubernetes` finalizer may go.
+pub fn cleanup(config: &Path, steps: &[Vec<&str>], namespace: &str) {
+    for args in steps {
+        let (description, output) = try_run(kubectl(config).args(args), None);
+        if !output.status.success() {
+            eprintln!("cleanup: {description} failed: {}", String::from_utf8_lossy(&output.stderr));
+        }
+    }
+    let (_, output) =
+        try_run(kubectl(config).args(["get", "namespace", namespace, "-o", "json"]), None);
+    if !output.status.success() {
+        return;
+    }
+    let Ok(mut object) = serde_json::from_slice::<serde_json::Value>(&output.stdout) else {
+        return;
+    };
+    object["spec"]["finalizers"] = serde_json::json!([]);
+    let path = format!("/api/v1/namespaces/{namespace}/finalize");
+    let (description, output) = try_run(
+        kubectl(config).args(["replace", "--raw", &path, "-f", "-"]),
+        Some(object.to_string().as_bytes()),
+    );
+    if !output.status.success() {
+        eprintln!("cleanup: {description} failed: {}", String::from_utf8_lossy(&output.stderr));
+    }
+}
