@@ -8,14 +8,13 @@
 //! co-location). Each node's result comes with every term of the formulas.
 //! Nothing is written anywhere.
 
-use std::collections::HashSet;
 use std::error::Error;
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use kolo_core::clock::Timestamp;
 use kolo_core::node::NodeView;
-use kolo_core::snapshot::{Snapshot, SnapshotError};
+use kolo_core::snapshot::Snapshot;
 use kolo_manager::config::colocation::ResolvedColocation;
 use kolo_manager::config::{ColocationCfg, ConfigKeyError, parse_key};
 use kolo_manager::noderesource::explain::{Units, explain};
@@ -25,21 +24,14 @@ use kolo_manager::noderesource::{
 };
 use serde::Serialize;
 
-use crate::slo_config::{FindConfigError, FoundConfig, find_config};
+use crate::slo_config::{FindConfigError, FoundConfig, SloInputError, SloInputs, find_config};
 
 /// Arguments of `kolo noderesource`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Snapshot files (YAML or JSON; `-` reads stdin): nodes, pods,
-    /// NodeMetrics, and optionally the slo-controller-config ConfigMap. May
-    /// repeat; the files are merged.
-    #[arg(long = "snapshot", required = true, value_name = "FILE")]
-    pub snapshots: Vec<PathBuf>,
-    /// A file holding the slo-controller-config ConfigMap (YAML or JSON);
-    /// default: the `slo-controller-config` ConfigMap of the snapshot, else
-    /// the built-in defaults (co-location disabled).
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
+    /// The snapshot, the ConfigMap, the nodes.
+    #[command(flatten)]
+    pub inputs: SloInputs,
     /// Evaluate as if `colocation-config` had `"enable": true` at the
     /// cluster level (nodes that disable it themselves stay disabled).
     #[arg(long)]
@@ -48,9 +40,6 @@ pub struct Args {
     /// `status.updateTime` in the snapshot, else the system clock.
     #[arg(long, value_name = "RFC3339", value_parser = crate::schedule::parse_now)]
     pub now: Option<Timestamp>,
-    /// Only this node (may repeat).
-    #[arg(long = "node", value_name = "NAME")]
-    pub nodes: Vec<String>,
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = Format::Table)]
     pub output: Format,
@@ -72,9 +61,9 @@ pub enum Format {
 /// Why `kolo noderesource` could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum NoderesourceError {
-    /// A snapshot could not be loaded.
+    /// The snapshot could not be loaded, or `--node` is unknown.
     #[error(transparent)]
-    Snapshot(#[from] SnapshotError),
+    Inputs(#[from] SloInputError),
     /// The ConfigMap could not be found.
     #[error(transparent)]
     FindConfig(#[from] FindConfigError),
@@ -88,9 +77,6 @@ pub enum NoderesourceError {
         /// The key, the JSON path and what is wrong.
         error: ConfigKeyError,
     },
-    /// `--node` names a node the snapshot does not have.
-    #[error("--node {0}: no such node in the snapshot")]
-    UnknownNode(String),
     /// Output could not be written.
     #[error("writing output: {0}")]
     Io(#[from] io::Error),
@@ -204,11 +190,8 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<(), Box<dyn Error + Send 
 }
 
 fn run_inner(args: &Args, out: &mut dyn Write) -> Result<(), NoderesourceError> {
-    let mut snapshot = Snapshot::default();
-    for file in &args.snapshots {
-        snapshot.add_file(file)?;
-    }
-    let (mut cfg, source) = load_config(args.config.as_deref(), &snapshot)?;
+    let snapshot = args.inputs.load()?;
+    let (mut cfg, source) = load_config(args.inputs.config.as_deref(), &snapshot)?;
     if args.enable {
         cfg.cluster.enable = Some(true);
     }
@@ -218,17 +201,8 @@ fn run_inner(args: &Args, out: &mut dyn Write) -> Result<(), NoderesourceError> 
         (None, Some(now)) => (now, "newest NodeMetric updateTime"),
         (None, None) => (Timestamp::now(), "system clock"),
     };
-    let known: HashSet<&str> = snapshot.nodes.iter().map(|n| n.view.name()).collect();
-    if let Some(missing) = args.nodes.iter().find(|n| !known.contains(n.as_str())) {
-        return Err(NoderesourceError::UnknownNode(missing.clone()));
-    }
-    let wanted: HashSet<&str> = args.nodes.iter().map(String::as_str).collect();
-    let nodes: Vec<&NodeView> = snapshot
-        .nodes
-        .iter()
-        .map(|n| &n.view)
-        .filter(|v| wanted.is_empty() || wanted.contains(v.name()))
-        .collect();
+    let nodes: Vec<&NodeView> =
+        snapshot.nodes.iter().map(|n| &n.view).filter(|v| args.inputs.wants(v.name())).collect();
     let results = calculate_all(
         nodes.iter().copied(),
         snapshot.pods.iter().map(|p| &p.view),

@@ -4,32 +4,21 @@
 //! ConfigMap before applying it: every malformed key is reported with its
 //! JSON path. Nothing is written anywhere.
 
-use std::collections::HashSet;
 use std::error::Error;
 use std::io::{self, Write};
-use std::path::PathBuf;
 
 use kolo_api::crd::NodeSLO;
-use kolo_core::snapshot::{Snapshot, SnapshotError};
 use kolo_manager::config::SloConfigStore;
 use kolo_manager::nodeslo::render_node_slo;
 
-use crate::slo_config::{FindConfigError, find_config};
+use crate::slo_config::{FindConfigError, SloInputError, SloInputs, find_config};
 
 /// Arguments of `kolo nodeslo`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Snapshot files (YAML or JSON; `-` reads stdin) with the nodes, and
-    /// optionally the slo-controller-config ConfigMap. May repeat.
-    #[arg(long = "snapshot", required = true, value_name = "FILE")]
-    pub snapshots: Vec<PathBuf>,
-    /// A file holding the slo-controller-config ConfigMap; default: the one
-    /// in the snapshot, else the built-in defaults.
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-    /// Only this node (may repeat).
-    #[arg(long = "node", value_name = "NAME")]
-    pub nodes: Vec<String>,
+    /// The snapshot, the ConfigMap, the nodes.
+    #[command(flatten)]
+    pub inputs: SloInputs,
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = Format::Yaml)]
     pub output: Format,
@@ -47,9 +36,9 @@ pub enum Format {
 /// Why `kolo nodeslo` could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum NodesloError {
-    /// A snapshot could not be loaded.
+    /// The snapshot could not be loaded, or `--node` is unknown.
     #[error(transparent)]
-    Snapshot(#[from] SnapshotError),
+    Inputs(#[from] SloInputError),
     /// The ConfigMap could not be found.
     #[error(transparent)]
     FindConfig(#[from] FindConfigError),
@@ -63,9 +52,6 @@ pub enum NodesloError {
         /// One message per bad key, with its JSON path.
         errors: Vec<String>,
     },
-    /// `--node` names a node the snapshot does not have.
-    #[error("--node {0}: no such node in the snapshot")]
-    UnknownNode(String),
     /// The output could not be serialized.
     #[error("serializing output: {0}")]
     Serialize(String),
@@ -83,12 +69,9 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<(), Box<dyn Error + Send 
 }
 
 fn run_inner(args: &Args, out: &mut dyn Write) -> Result<(), NodesloError> {
-    let mut snapshot = Snapshot::default();
-    for file in &args.snapshots {
-        snapshot.add_file(file)?;
-    }
+    let snapshot = args.inputs.load()?;
     let mut store = SloConfigStore::new();
-    match find_config(args.config.as_deref(), &snapshot)? {
+    match find_config(args.inputs.config.as_deref(), &snapshot)? {
         Some(found) => {
             store.update(found.configmap.data.as_ref().or(Some(&Default::default())));
             if !store.status().errors.is_empty() {
@@ -104,16 +87,12 @@ fn run_inner(args: &Args, out: &mut dyn Write) -> Result<(), NodesloError> {
             store.update(Some(&Default::default()));
         }
     }
-    let known: HashSet<&str> = snapshot.nodes.iter().map(|n| n.view.name()).collect();
-    if let Some(missing) = args.nodes.iter().find(|n| !known.contains(n.as_str())) {
-        return Err(NodesloError::UnknownNode(missing.clone()));
-    }
     let config = store.config();
     let mut stderr = io::stderr().lock();
     let mut items = Vec::new();
     for node in &snapshot.nodes {
         let view = &node.view;
-        if !args.nodes.is_empty() && !args.nodes.iter().any(|n| n == view.name()) {
+        if !args.inputs.wants(view.name()) {
             continue;
         }
         let rendered = render_node_slo(&config.slo, view.name(), view.labels(), view.annotations());

@@ -82,3 +82,55 @@ fn named(maps: &[ConfigMap]) -> Option<&ConfigMap> {
         .find(|cm| cm.metadata.namespace.as_deref() == Some(DEFAULT_CONFIG_NAMESPACE))
         .or_else(|| maps.iter().find(named))
 }
+
+/// The inputs of the SLO what-if commands: a snapshot, an optional
+/// ConfigMap file, and an optional node filter.
+#[derive(Debug, clap::Args)]
+pub struct SloInputs {
+    /// Snapshot files (YAML or JSON; `-` reads stdin): the nodes (with pods
+    /// and NodeMetrics for `noderesource`), and optionally the
+    /// slo-controller-config ConfigMap. May repeat; the files are merged.
+    #[arg(long = "snapshot", required = true, value_name = "FILE")]
+    pub snapshots: Vec<PathBuf>,
+    /// A file holding the slo-controller-config ConfigMap (YAML or JSON);
+    /// default: the `slo-controller-config` ConfigMap of the snapshot, else
+    /// the built-in defaults (co-location disabled).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Only this node (may repeat).
+    #[arg(long = "node", value_name = "NAME")]
+    pub nodes: Vec<String>,
+}
+
+impl SloInputs {
+    /// Loads and merges the snapshot files; a `--node` the snapshot lacks
+    /// is an error naming it.
+    pub fn load(&self) -> Result<Snapshot, SloInputError> {
+        let mut snapshot = Snapshot::default();
+        for file in &self.snapshots {
+            snapshot.add_file(file)?;
+        }
+        let known: std::collections::HashSet<&str> =
+            snapshot.nodes.iter().map(|n| n.view.name()).collect();
+        if let Some(missing) = self.nodes.iter().find(|n| !known.contains(n.as_str())) {
+            return Err(SloInputError::UnknownNode(missing.clone()));
+        }
+        Ok(snapshot)
+    }
+
+    /// Whether `--node` selects this node (every node without `--node`).
+    pub fn wants(&self, node: &str) -> bool {
+        self.nodes.is_empty() || self.nodes.iter().any(|n| n == node)
+    }
+}
+
+/// Why the inputs could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum SloInputError {
+    /// A snapshot could not be loaded.
+    #[error(transparent)]
+    Snapshot(#[from] SnapshotError),
+    /// `--node` names a node the snapshot does not have.
+    #[error("--node {0}: no such node in the snapshot")]
+    UnknownNode(String),
+}
