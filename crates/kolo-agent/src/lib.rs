@@ -26,6 +26,7 @@ pub mod nodemetric;
 pub mod pod_ref;
 pub mod pods;
 pub mod predictor;
+pub mod qos;
 pub mod sample;
 pub mod sandbox;
 pub mod store;

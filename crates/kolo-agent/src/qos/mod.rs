@@ -1,0 +1,197 @@
+//! QoS strategies: what the agent does to keep LS pods fast while BE pods
+//! use what is left (Koordinator spec §5–§6 of `koordinator-node.md`).
+//!
+//! Every strategy is a pure function of ([`NodeState`], the node's merged
+//! NodeSLO spec) that adds cgroup writes and evictions, each with its
+//! reason, to a [`Plan`]. The act side reads the state (collectors, the
+//! BE cgroup's current values), applies the writes through
+//! [`crate::cgroup::Executor`] (in a safe order) and the evictions through
+//! an evictor. `kolo agent plan` runs the strategies on a state file.
+//!
+//! Invariant shared by every strategy (and checked by a property test):
+//! only BE pods are ever throttled or evicted — never LS, LSR, LSE or SYSTEM.
+
+use std::collections::BTreeMap;
+
+use kolo_api::QoSClass;
+use kolo_api::crd::NodeSLOSpec;
+use kolo_core::clock::Timestamp;
+use kolo_core::cpuset::CpuSet;
+use kolo_core::resources::ResourceVector;
+use serde::Serialize;
+
+use crate::cgroup::{CgroupDir, CgroupVersion, CgroupWrite};
+use crate::pod_ref::PodRef;
+use crate::predictor::CpuMem;
+
+/// What the kernel offers, per feature (detected by the cgroup layer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Features {
+    /// `cpu.idle` (mainline SCHED_IDLE groups).
+    pub cpu_idle: bool,
+    /// `cpu.bvt_warp_ns` (Alibaba Cloud Linux group identity).
+    pub bvt_warp_ns: bool,
+    /// `cpu.cfs_burst_us` / `cpu.max.burst`.
+    pub cfs_burst: bool,
+    /// `memory.min`, `memory.low`, `memory.high`.
+    pub memory_qos: bool,
+}
+
+/// One container of a pod.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContainerState {
+    /// Container name.
+    pub name: String,
+    /// Its cgroup (`None` until the runtime created it).
+    pub dir: Option<CgroupDir>,
+    /// Its requests (incl. `kubernetes.io/batch-*`).
+    pub requests: ResourceVector,
+    /// Its limits.
+    pub limits: ResourceVector,
+    /// Last measured usage.
+    pub usage: Option<CpuMem>,
+}
+
+/// One pod on the node.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PodState {
+    /// Identity, classes, requests.
+    pub pod: PodRef,
+    /// `spec.priority`, if set.
+    pub priority: Option<i32>,
+    /// Labels (e.g. `koordinator.sh/eviction-enabled`).
+    pub labels: BTreeMap<String, String>,
+    /// Annotations (e.g. `koordinator.sh/eviction-policy`).
+    pub annotations: BTreeMap<String, String>,
+    /// The pod's cgroup.
+    pub dir: CgroupDir,
+    /// Its containers.
+    pub containers: Vec<ContainerState>,
+    /// Last measured usage.
+    pub usage: Option<CpuMem>,
+}
+
+impl PodState {
+    /// Whether strategies may throttle or evict this pod: BE pods only.
+    pub fn is_be(&self) -> bool {
+        self.pod.qos == QoSClass::BE
+    }
+}
+
+/// The current values of the BE QoS cgroup (read by the act side), which
+/// the suppression strategies adjust from.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct BeGroupState {
+    /// `cpuset.cpus` of the BE QoS dir, if known.
+    pub cpuset: Option<CpuSet>,
+    /// `cpu.cfs_quota_us` of the BE QoS dir (`-1`: unlimited), if known.
+    pub cfs_quota_us: Option<i64>,
+}
+
+/// When strategies last evicted (for their cool-downs).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct EvictionHistory {
+    /// The agent's start (CPU eviction waits a cool-down from here).
+    pub started: Option<Timestamp>,
+    /// Last CPU-triggered eviction.
+    pub last_cpu: Option<Timestamp>,
+    /// Last memory-triggered eviction.
+    pub last_memory: Option<Timestamp>,
+}
+
+/// Everything a strategy may look at.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeState {
+    /// Now.
+    pub now: Timestamp,
+    /// Node capacity (CPU milli, memory bytes).
+    pub capacity: CpuMem,
+    /// Node allocatable, incl. the batch / mid extended resources.
+    pub allocatable: ResourceVector,
+    /// Reserved for the system (kubelet reserved and the reservation
+    /// annotation, the larger per resource).
+    pub reserved: CpuMem,
+    /// Last node usage.
+    pub usage: CpuMem,
+    /// CPUs BE pods may use (online CPUs minus reserved / SYSTEM-exclusive /
+    /// LSE CPUs).
+    pub be_cpus: CpuSet,
+    /// CPU ids by (socket, core), for cpuset placement: `cpu → (socket,
+    /// core)`; empty when unknown (CPUs are then taken in id order).
+    pub cpu_cores: BTreeMap<u32, (u32, u32)>,
+    /// The kubepods BestEffort QoS dir (where BE pods live).
+    pub be_dir: CgroupDir,
+    /// Its current values.
+    pub be: BeGroupState,
+    /// The pods.
+    pub pods: Vec<PodState>,
+    /// Kernel features.
+    pub features: Features,
+    /// cgroup v1 or v2.
+    pub version: CgroupVersion,
+    /// Cool-down bookkeeping.
+    pub evictions: EvictionHistory,
+}
+
+/// A cgroup write and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlannedWrite {
+    /// The write.
+    pub write: CgroupWrite,
+    /// The strategy that wants it.
+    pub strategy: &'static str,
+    /// Why, with the numbers.
+    pub reason: String,
+}
+
+/// An eviction and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlannedEviction {
+    /// `namespace/name`.
+    pub pod: String,
+    /// Pod UID.
+    pub uid: String,
+    /// The strategy that wants it.
+    pub strategy: &'static str,
+    /// Why, with the numbers.
+    pub reason: String,
+}
+
+/// What the strategies want done this round.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Plan {
+    /// Cgroup writes (the executor orders them safely).
+    pub writes: Vec<PlannedWrite>,
+    /// Evictions.
+    pub evictions: Vec<PlannedEviction>,
+}
+
+impl Plan {
+    /// Adds a write.
+    pub fn write(&mut self, strategy: &'static str, write: CgroupWrite, reason: impl Into<String>) {
+        self.writes.push(PlannedWrite { write, strategy, reason: reason.into() });
+    }
+
+    /// Adds an eviction of `pod`, unless the plan already evicts it.
+    pub fn evict(&mut self, strategy: &'static str, pod: &PodState, reason: impl Into<String>) {
+        if self.evictions.iter().any(|e| e.uid == pod.pod.uid) {
+            return;
+        }
+        self.evictions.push(PlannedEviction {
+            pod: pod.pod.key(),
+            uid: pod.pod.uid.clone(),
+            strategy,
+            reason: reason.into(),
+        });
+    }
+}
+
+/// A QoS strategy.
+pub trait Strategy {
+    /// Its name (`cpuSuppress`, `memoryEvict`, ...).
+    fn name(&self) -> &'static str;
+    /// Adds what it wants done to `plan`. `slo` is the node's NodeSLO spec
+    /// merged over the defaults.
+    fn plan(&self, node: &NodeState, slo: &NodeSLOSpec, plan: &mut Plan);
+}
