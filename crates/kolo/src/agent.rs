@@ -127,6 +127,18 @@ pub enum Command {
         #[arg(short, long, value_enum, default_value_t = Format::Yaml)]
         output: Format,
     },
+    /// What would the QoS strategies do? Reads a node state file (node
+    /// capacity and usage, pods with their usage, the BE cgroup's current
+    /// values, the NodeSLO spec) and prints the cgroup writes and evictions
+    /// the strategies would make, each with its reason. Nothing is written.
+    Plan {
+        /// The node state (YAML or JSON; the format is in docs/cli.md).
+        #[arg(long, value_name = "FILE")]
+        state: PathBuf,
+        /// Output format.
+        #[arg(short, long, value_enum, default_value_t = crate::OutputFormat::Text)]
+        output: crate::OutputFormat,
+    },
     /// Try the agent on this machine without a cluster: creates a small
     /// kubepods tree as real cgroups (one pod spinning a CPU, one holding
     /// 64 MiB, one idle), runs the agent on it, prints what it measures
@@ -256,6 +268,7 @@ fn run_ticks(agent: &Mutex<Agent<Source>>, interval: Duration, rounds: Option<u6
 pub fn run(args: Args, out: &mut dyn Write) -> Result<(), BoxError> {
     match args.command {
         Some(Command::Demo { seconds }) => demo(seconds, out),
+        Some(Command::Plan { state, output }) => plan(&state, output, out),
         Some(Command::Nodemetric { common, duration, output }) => {
             crate::logging::init(common.log_format);
             let interval = Duration::from_millis(common.interval_ms.max(100));
@@ -421,5 +434,41 @@ fn demo(seconds: u64, out: &mut dyn Write) -> Result<(), BoxError> {
     writeln!(out, "---\n# the NodeMetric the agent would report")?;
     out.write_all(serde_saphyr::to_string(&agent.node_metric(Timestamp::now()))?.as_bytes())?;
     drop(sandbox);
+    Ok(())
+}
+
+fn plan(
+    path: &std::path::Path,
+    output: crate::OutputFormat,
+    out: &mut dyn Write,
+) -> Result<(), BoxError> {
+    use kolo_agent::qos::{PlanReport, default_strategies, plan_all, state_file::parse_state};
+
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let input =
+        parse_state(&text, Timestamp::now()).map_err(|e| format!("{}: {e}", path.display()))?;
+    let plan = plan_all(&default_strategies(), &input.node, &input.slo);
+    let report = PlanReport::new(&plan, input.node.version);
+    match output {
+        crate::OutputFormat::Json => {
+            serde_json::to_writer_pretty(&mut *out, &report)?;
+            writeln!(out)?;
+        }
+        crate::OutputFormat::Text => {
+            if report.writes.is_empty() && report.evictions.is_empty() {
+                writeln!(out, "nothing to do")?;
+            }
+            for w in &report.writes {
+                writeln!(
+                    out,
+                    "write  {}/{} = {}   [{}] {}",
+                    w.cgroup, w.file, w.value, w.strategy, w.reason
+                )?;
+            }
+            for e in &report.evictions {
+                writeln!(out, "evict  {}   [{}] {}", e.pod, e.strategy, e.reason)?;
+            }
+        }
+    }
     Ok(())
 }

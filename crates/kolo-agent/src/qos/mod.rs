@@ -187,6 +187,83 @@ impl Plan {
     }
 }
 
+/// Runs every strategy on a node and collects what they want done.
+pub fn plan_all(strategies: &[Box<dyn Strategy>], node: &NodeState, slo: &NodeSLOSpec) -> Plan {
+    let mut plan = Plan::default();
+    for strategy in strategies {
+        strategy.plan(node, slo, &mut plan);
+    }
+    plan
+}
+
+/// A plan as `kolo agent plan` prints it: each write with its cgroup
+/// directory, the file it goes to on this cgroup version and the value.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PlanReport {
+    /// Cgroup writes.
+    pub writes: Vec<WriteReport>,
+    /// Evictions.
+    pub evictions: Vec<EvictionReport>,
+}
+
+/// One write of a [`PlanReport`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WriteReport {
+    /// The cgroup directory, relative to the hierarchy root.
+    pub cgroup: String,
+    /// The file (v1 or v2 name).
+    pub file: String,
+    /// The value as the file takes it.
+    pub value: String,
+    /// The strategy.
+    pub strategy: &'static str,
+    /// Why.
+    pub reason: String,
+}
+
+/// One eviction of a [`PlanReport`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EvictionReport {
+    /// `namespace/name`.
+    pub pod: String,
+    /// The strategy.
+    pub strategy: &'static str,
+    /// Why.
+    pub reason: String,
+}
+
+impl PlanReport {
+    /// The report of `plan` on a cgroup `version`.
+    pub fn new(plan: &Plan, version: CgroupVersion) -> PlanReport {
+        let writes = plan
+            .writes
+            .iter()
+            .map(|w| {
+                let resource = w.write.resource;
+                let file = resource.file(version).unwrap_or(resource.name()).to_string();
+                let value = resource.to_file_value(version, w.write.value.clone());
+                WriteReport {
+                    cgroup: w.write.dir.as_path().display().to_string(),
+                    file,
+                    value: value.to_string(),
+                    strategy: w.strategy,
+                    reason: w.reason.clone(),
+                }
+            })
+            .collect();
+        let evictions = plan
+            .evictions
+            .iter()
+            .map(|e| EvictionReport {
+                pod: e.pod.clone(),
+                strategy: e.strategy,
+                reason: e.reason.clone(),
+            })
+            .collect();
+        PlanReport { writes, evictions }
+    }
+}
+
 /// A QoS strategy.
 pub trait Strategy {
     /// Its name (`cpuSuppress`, `memoryEvict`, ...).
@@ -195,3 +272,10 @@ pub trait Strategy {
     /// merged over the defaults.
     fn plan(&self, node: &NodeState, slo: &NodeSLOSpec, plan: &mut Plan);
 }
+
+/// Every strategy kolo runs, in order.
+pub fn default_strategies() -> Vec<Box<dyn Strategy>> {
+    Vec::new()
+}
+
+pub mod state_file;

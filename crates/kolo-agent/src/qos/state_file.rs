@@ -1,0 +1,351 @@
+//! The node state file of `kolo agent plan`: a node's capacity and usage,
+//! its pods (ordinary Pod objects plus their usage), the BE cgroup's current
+//! values and the NodeSLO spec — everything the strategies look at, written
+//! by hand or dumped from a node. Documented in `docs/cli.md`.
+//!
+//! ```yaml
+//! now: "2026-11-23T10:00:00Z"          # optional
+//! node:
+//!   capacity: {cpu: "16", memory: 64Gi}
+//!   allocatable: {cpu: "15", memory: 60Gi, kubernetes.io/batch-cpu: "8000"}
+//!   reserved: {cpu: "1", memory: 2Gi}   # optional
+//!   usage: {cpu: "7", memory: 40Gi}
+//!   beCpus: "0-15"                      # optional: default every CPU of the capacity
+//!   cgroupVersion: v1                   # v1 (default) or v2
+//!   cgroupDriver: cgroupfs              # cgroupfs (default) or systemd
+//!   features: {cpuIdle: true, cfsBurst: true}
+//!   be: {cpuset: "0-15", cfsQuotaUs: -1} # the BE QoS cgroup now
+//! pods:
+//! - pod: {apiVersion: v1, kind: Pod, metadata: {...}, spec: {...}, status: {...}}
+//!   usage: {cpu: 500m, memory: 1Gi}
+//!   containers: {main: {cpu: 300m, memory: 700Mi}}
+//! nodeSLO: {resourceUsedThresholdWithBE: {enable: true}}   # a NodeSLO spec
+//! ```
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity as KubeQuantity;
+use kolo_api::crd::NodeSLOSpec;
+use kolo_core::clock::Timestamp;
+use kolo_core::cpuset::CpuSet;
+use kolo_core::resources::{ResourceName, ResourceVector};
+use serde::Deserialize;
+
+use super::{BeGroupState, ContainerState, EvictionHistory, Features, NodeState, PodState};
+use crate::cgroup::{CgroupDir, CgroupDriver, CgroupVersion, ContainerId, PodPaths};
+use crate::pod_ref::PodRef;
+use crate::predictor::CpuMem;
+
+type ResourceList = BTreeMap<String, KubeQuantity>;
+
+/// A state file that could not be read; the message names the field.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct StateFileError {
+    /// JSON path of the offending field (`$` for the whole file).
+    pub path: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+fn error(path: impl Into<String>, message: impl std::fmt::Display) -> StateFileError {
+    StateFileError { path: path.into(), message: message.to_string() }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct StateFile {
+    #[serde(default)]
+    now: Option<String>,
+    node: NodeSection,
+    #[serde(default)]
+    pods: Vec<PodSection>,
+    #[serde(default, rename = "nodeSLO")]
+    node_slo: Option<NodeSLOSpec>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct NodeSection {
+    capacity: ResourceList,
+    #[serde(default)]
+    allocatable: ResourceList,
+    #[serde(default)]
+    reserved: ResourceList,
+    usage: ResourceList,
+    #[serde(default)]
+    be_cpus: Option<String>,
+    #[serde(default)]
+    cgroup_version: Option<String>,
+    #[serde(default)]
+    cgroup_driver: Option<String>,
+    #[serde(default)]
+    features: Features,
+    #[serde(default)]
+    be: Option<BeSection>,
+    #[serde(default)]
+    started: Option<String>,
+    #[serde(default)]
+    last_cpu_eviction: Option<String>,
+    #[serde(default)]
+    last_memory_eviction: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct BeSection {
+    #[serde(default)]
+    cpuset: Option<String>,
+    #[serde(default)]
+    cfs_quota_us: Option<i64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct PodSection {
+    pod: Pod,
+    #[serde(default)]
+    usage: Option<ResourceList>,
+    #[serde(default)]
+    containers: BTreeMap<String, ResourceList>,
+}
+
+/// A parsed state file: the node state and the NodeSLO spec.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanInput {
+    /// The node.
+    pub node: NodeState,
+    /// The NodeSLO spec (empty: every default).
+    pub slo: NodeSLOSpec,
+}
+
+/// Reads a state file (YAML or JSON). `now` is used when the file has no
+/// `now`.
+pub fn parse_state(text: &str, now: Timestamp) -> Result<PlanInput, StateFileError> {
+    let value: serde_json::Value =
+        serde_saphyr::from_str(text).map_err(|e| error("$", format!("not valid YAML: {e}")))?;
+    let file: StateFile = serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        error(format!("$.{path}").trim_end_matches('.'), e.into_inner())
+    })?;
+    let time = |path: &str, t: &Option<String>| -> Result<Option<Timestamp>, StateFileError> {
+        t.as_deref()
+            .map(|s| s.parse::<Timestamp>().map_err(|e| error(path, format!("{s:?}: {e}"))))
+            .transpose()
+    };
+    let now = time("$.now", &file.now)?.unwrap_or(now);
+    let n = &file.node;
+    let capacity = cpu_mem("$.node.capacity", &n.capacity)?;
+    let version = match n.cgroup_version.as_deref() {
+        None | Some("v1") => CgroupVersion::V1,
+        Some("v2") => CgroupVersion::V2,
+        Some(other) => {
+            return Err(error("$.node.cgroupVersion", format!("{other:?} is not v1 or v2")));
+        }
+    };
+    let driver = match n.cgroup_driver.as_deref() {
+        None => CgroupDriver::Cgroupfs,
+        Some(d) => CgroupDriver::parse(d).ok_or_else(|| {
+            error("$.node.cgroupDriver", format!("{d:?} is not cgroupfs or systemd"))
+        })?,
+    };
+    let paths = PodPaths::new(driver, &CgroupDir::root());
+    let be_cpus = match &n.be_cpus {
+        Some(s) => CpuSet::parse(s).map_err(|e| error("$.node.beCpus", e))?,
+        None => {
+            let cpus = u32::try_from((capacity.cpu_milli / 1000).max(1)).unwrap_or(1);
+            CpuSet::from_range(0, cpus - 1)
+        }
+    };
+    let be = match &n.be {
+        None => BeGroupState::default(),
+        Some(b) => BeGroupState {
+            cpuset: b
+                .cpuset
+                .as_deref()
+                .map(|s| CpuSet::parse(s).map_err(|e| error("$.node.be.cpuset", e)))
+                .transpose()?,
+            cfs_quota_us: b.cfs_quota_us,
+        },
+    };
+    let mut pods = Vec::with_capacity(file.pods.len());
+    for (i, section) in file.pods.iter().enumerate() {
+        pods.push(pod_state(&format!("$.pods[{i}]"), section, &paths)?);
+    }
+    let node = NodeState {
+        now,
+        capacity,
+        allocatable: vector("$.node.allocatable", &n.allocatable)?,
+        reserved: cpu_mem("$.node.reserved", &n.reserved)?,
+        usage: cpu_mem("$.node.usage", &n.usage)?,
+        be_cpus,
+        cpu_cores: BTreeMap::new(),
+        be_dir: paths.qos_dir(kolo_api::kube_qos::KubeQoSClass::BestEffort).clone(),
+        be,
+        pods,
+        features: n.features,
+        version,
+        evictions: EvictionHistory {
+            started: time("$.node.started", &n.started)?,
+            last_cpu: time("$.node.lastCpuEviction", &n.last_cpu_eviction)?,
+            last_memory: time("$.node.lastMemoryEviction", &n.last_memory_eviction)?,
+        },
+    };
+    Ok(PlanInput { node, slo: file.node_slo.unwrap_or_default() })
+}
+
+fn vector(path: &str, list: &ResourceList) -> Result<ResourceVector, StateFileError> {
+    ResourceVector::from_resource_list(list).map_err(|e| error(path, e))
+}
+
+fn cpu_mem(path: &str, list: &ResourceList) -> Result<CpuMem, StateFileError> {
+    let v = vector(path, list)?;
+    Ok(CpuMem::new(v.get(ResourceName::Cpu).unwrap_or(0), v.get(ResourceName::Memory).unwrap_or(0)))
+}
+
+fn pod_state(at: &str, s: &PodSection, paths: &PodPaths) -> Result<PodState, StateFileError> {
+    let pod = PodRef::from_pod(&s.pod).map_err(|e| error(format!("{at}.pod"), e))?;
+    let dir = paths
+        .pod_dir(pod.kube_qos, &pod.uid)
+        .map_err(|e| error(format!("{at}.pod.metadata.uid"), e))?;
+    let spec_containers = s.pod.spec.iter().flat_map(|spec| &spec.containers);
+    let mut containers = Vec::new();
+    for (j, c) in spec_containers.enumerate() {
+        let here = format!("{at}.pod.spec.containers[{j}].resources");
+        let resources = c.resources.as_ref();
+        let requests =
+            vector(&here, resources.and_then(|r| r.requests.as_ref()).unwrap_or(&BTreeMap::new()))?;
+        let limits =
+            vector(&here, resources.and_then(|r| r.limits.as_ref()).unwrap_or(&BTreeMap::new()))?;
+        let id = pod.containers.iter().find(|r| r.name == c.name).and_then(|r| r.id.as_deref());
+        let dir = match id {
+            Some(id) => {
+                let id = ContainerId::parse(id)
+                    .map_err(|e| error(format!("{at}.pod.status.containerStatuses"), e))?;
+                Some(
+                    paths
+                        .container_dir(&dir, &id)
+                        .map_err(|e| error(format!("{at}.pod.status.containerStatuses"), e))?,
+                )
+            }
+            None => None,
+        };
+        let usage = s
+            .containers
+            .get(&c.name)
+            .map(|u| cpu_mem(&format!("{at}.containers.{}", c.name), u))
+            .transpose()?;
+        containers.push(ContainerState { name: c.name.clone(), dir, requests, limits, usage });
+    }
+    if let Some(unknown) = s.containers.keys().find(|k| !containers.iter().any(|c| &c.name == *k)) {
+        return Err(error(format!("{at}.containers.{unknown}"), "no such container in the pod"));
+    }
+    let meta = &s.pod.metadata;
+    Ok(PodState {
+        priority: s.pod.spec.as_ref().and_then(|spec| spec.priority),
+        labels: meta.labels.clone().unwrap_or_default(),
+        annotations: meta.annotations.clone().unwrap_or_default(),
+        dir,
+        containers,
+        usage: s.usage.as_ref().map(|u| cpu_mem(&format!("{at}.usage"), u)).transpose()?,
+        pod,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const STATE: &str = r#"
+now: "2026-11-23T10:00:00Z"
+node:
+  capacity: {cpu: "16", memory: 64Gi}
+  allocatable: {cpu: "15", memory: 60Gi, kubernetes.io/batch-cpu: "8000"}
+  usage: {cpu: "7", memory: 40Gi}
+  features: {cpuIdle: true}
+  be: {cpuset: "0-15", cfsQuotaUs: -1}
+pods:
+- pod:
+    apiVersion: v1
+    kind: Pod
+    metadata: {name: spark-1, namespace: batch, uid: 0000aaaa-0000-4000-8000-000000000001, labels: {koordinator.sh/qosClass: BE}}
+    spec:
+      priority: 5500
+      containers:
+      - name: main
+        image: spark
+        resources:
+          requests: {kubernetes.io/batch-cpu: "2000", kubernetes.io/batch-memory: 4Gi}
+          limits: {kubernetes.io/batch-cpu: "4000", kubernetes.io/batch-memory: 4Gi}
+    status:
+      qosClass: BestEffort
+      containerStatuses:
+      - {name: main, containerID: "containerd://abc123", image: spark, imageID: "", ready: true, restartCount: 0}
+  usage: {cpu: "3", memory: 3Gi}
+  containers: {main: {cpu: "3", memory: 3Gi}}
+nodeSLO: {resourceUsedThresholdWithBE: {enable: true}}
+"#;
+
+    fn now() -> Timestamp {
+        "2026-01-01T00:00:00Z".parse().unwrap()
+    }
+
+    #[test]
+    fn reads_a_node_with_a_be_pod() {
+        let input = parse_state(STATE, now()).unwrap();
+        let n = &input.node;
+        assert_eq!(n.now, "2026-11-23T10:00:00Z".parse::<Timestamp>().unwrap());
+        assert_eq!(n.capacity, CpuMem::new(16_000, 64 << 30));
+        assert_eq!(n.usage.cpu_milli, 7000);
+        assert_eq!(n.be_cpus, CpuSet::from_range(0, 15), "default: every CPU of the capacity");
+        assert_eq!(n.be.cfs_quota_us, Some(-1));
+        assert!(n.features.cpu_idle && !n.features.cfs_burst);
+        assert_eq!(n.be_dir.as_path(), std::path::Path::new("kubepods/besteffort"));
+        let p = &n.pods[0];
+        assert!(p.is_be());
+        assert_eq!(p.priority, Some(5500));
+        assert_eq!(
+            p.dir.as_path(),
+            std::path::Path::new("kubepods/besteffort/pod0000aaaa-0000-4000-8000-000000000001")
+        );
+        let c = &p.containers[0];
+        assert_eq!(c.requests.get(ResourceName::BatchCpu), Some(2000));
+        assert_eq!(c.limits.get(ResourceName::BatchMemory), Some(4 << 30));
+        assert_eq!(c.dir.as_ref().unwrap().as_path().file_name().unwrap(), "abc123");
+        assert_eq!(c.usage, Some(CpuMem::new(3000, 3 << 30)));
+        assert_eq!(input.slo.resource_used_threshold_with_be.unwrap().enable, Some(true));
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let cases = [
+            (STATE.replace("cpu: \"16\"", "cpu: sixteen"), "$.node.capacity"),
+            (
+                STATE
+                    .replace("cgroupVersion", "x")
+                    .replace("features:", "cgroupVersion: v3\n  features:"),
+                "$.node.cgroupVersion",
+            ),
+            (
+                STATE
+                    .replace("beCpus", "x")
+                    .replace("usage: {cpu: \"7\"", "beCpus: \"3-1\"\n  usage: {cpu: \"7\""),
+                "$.node.beCpus",
+            ),
+            (
+                STATE.replace("containers: {main:", "containers: {sidecar:"),
+                "$.pods[0].containers.sidecar",
+            ),
+            (
+                STATE.replace("uid: 0000aaaa-0000-4000-8000-000000000001", "uid: ../../etc"),
+                "$.pods[0].pod.metadata.uid",
+            ),
+            (STATE.replace("nodeSLO:", "nodeSlo:"), "$"),
+        ];
+        for (text, path) in cases {
+            let err = parse_state(&text, now()).unwrap_err();
+            assert!(err.path.starts_with(path), "{path}: got {err}");
+        }
+    }
+}
