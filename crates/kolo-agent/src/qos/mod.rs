@@ -279,3 +279,6 @@ pub fn default_strategies() -> Vec<Box<dyn Strategy>> {
 }
 
 pub mod state_file;
+
+#[cfg(test)]
+mod invariants;

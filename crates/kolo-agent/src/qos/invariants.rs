@@ -1,0 +1,157 @@
+//! Property test of the invariant every strategy shares: only BE pods are
+//! ever throttled or evicted — never LS, LSR, LSE or SYSTEM pods.
+
+use std::collections::BTreeMap;
+
+use kolo_api::crd::{NodeSLOSpec, ResourceThresholdStrategy};
+use kolo_api::kube_qos::KubeQoSClass;
+use kolo_api::{PriorityClass, QoSClass};
+use kolo_core::cpuset::CpuSet;
+use kolo_core::resources::{ResourceName, ResourceVector};
+use proptest::prelude::*;
+
+use super::{
+    BeGroupState, ContainerState, EvictionHistory, Features, NodeState, PodState,
+    default_strategies, plan_all,
+};
+use crate::cgroup::{
+    CgroupDir, CgroupDriver, CgroupVersion, ContainerId, PodPaths, Resource, Value,
+};
+use crate::pod_ref::{ContainerRef, PodRef};
+use crate::predictor::CpuMem;
+
+const QOS: [QoSClass; 5] =
+    [QoSClass::LSE, QoSClass::LSR, QoSClass::LS, QoSClass::BE, QoSClass::System];
+
+/// A write that takes CPU or memory away from the cgroup it targets.
+fn throttles(resource: Resource, value: &Value) -> bool {
+    match (resource, value) {
+        (Resource::CpuCfsQuota, Value::Int(q)) => *q >= 0,
+        (Resource::CpusetCpus, _) | (Resource::MemoryLimit, Value::Int(_)) => true,
+        (Resource::CpuIdle, Value::Int(1)) | (Resource::CpuBvtWarpNs, Value::Int(-1)) => true,
+        (Resource::CpuShares, Value::Int(s)) => *s <= 2,
+        _ => false,
+    }
+}
+
+fn node(pods: Vec<(usize, i64, i64, i64)>, usage: i64) -> NodeState {
+    let paths = PodPaths::new(CgroupDriver::Cgroupfs, &CgroupDir::root());
+    let pods = pods
+        .into_iter()
+        .enumerate()
+        .map(|(i, (qos, cpu, mem, batch))| {
+            let qos = QOS[qos];
+            let kube_qos = if qos == QoSClass::BE {
+                KubeQoSClass::BestEffort
+            } else {
+                KubeQoSClass::Burstable
+            };
+            let uid = format!("00000000-0000-4000-8000-{i:012x}");
+            let id = format!("containerd://{:064x}", i + 1);
+            let dir = paths.pod_dir(kube_qos, &uid).unwrap();
+            let cdir = paths.container_dir(&dir, &ContainerId::parse(&id).unwrap()).unwrap();
+            let mut requests = ResourceVector::cpu_memory(cpu / 2, mem / 2);
+            let mut limits = ResourceVector::cpu_memory(cpu, mem);
+            if qos == QoSClass::BE {
+                requests = ResourceVector::default();
+                requests.set(ResourceName::BatchCpu, batch);
+                requests.set(ResourceName::BatchMemory, mem);
+                limits = requests;
+            }
+            PodState {
+                pod: PodRef {
+                    uid,
+                    namespace: "ns".into(),
+                    name: format!("pod-{i}"),
+                    kube_qos,
+                    qos,
+                    priority_class: if qos == QoSClass::BE {
+                        PriorityClass::Batch
+                    } else {
+                        PriorityClass::Prod
+                    },
+                    requests,
+                    limits,
+                    terminated: false,
+                    deleting: false,
+                    created: None,
+                    containers: vec![ContainerRef { name: "main".into(), id: Some(id) }],
+                },
+                priority: Some(if qos == QoSClass::BE { 5500 } else { 9500 }),
+                labels: BTreeMap::from([("koordinator.sh/eviction-enabled".into(), "true".into())]),
+                annotations: BTreeMap::new(),
+                dir,
+                containers: vec![ContainerState {
+                    name: "main".into(),
+                    dir: Some(cdir),
+                    requests,
+                    limits,
+                    usage: Some(CpuMem::new(cpu, mem)),
+                }],
+                usage: Some(CpuMem::new(cpu, mem)),
+            }
+        })
+        .collect();
+    let now: kolo_core::clock::Timestamp = "2026-11-23T10:00:00Z".parse().unwrap();
+    NodeState {
+        now,
+        capacity: CpuMem::new(16_000, 64 << 30),
+        allocatable: ResourceVector::cpu_memory(15_000, 60 << 30),
+        reserved: CpuMem::new(1000, 2 << 30),
+        usage: CpuMem::new(usage, (usage * 4) << 20),
+        be_cpus: CpuSet::from_range(0, 15),
+        cpu_cores: BTreeMap::new(),
+        be_dir: paths.qos_dir(KubeQoSClass::BestEffort).clone(),
+        be: BeGroupState { cpuset: Some(CpuSet::from_range(0, 15)), cfs_quota_us: Some(-1) },
+        pods,
+        features: Features { cpu_idle: true, bvt_warp_ns: true, cfs_burst: true, memory_qos: true },
+        version: CgroupVersion::V1,
+        evictions: EvictionHistory {
+            started: Some(now - std::time::Duration::from_secs(3600)),
+            last_cpu: None,
+            last_memory: None,
+        },
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn only_be_pods_are_throttled_or_evicted(
+        pods in prop::collection::vec((0usize..5, 0i64..8_000, 0i64..(16 << 30), 0i64..8_000), 0..12),
+        usage in 0i64..16_000,
+        threshold in 0i64..=100,
+        memory_threshold in 1i64..=100,
+    ) {
+        let node = node(pods, usage);
+        let slo = NodeSLOSpec {
+            resource_used_threshold_with_be: Some(ResourceThresholdStrategy {
+                enable: Some(true),
+                cpu_suppress_threshold_percent: Some(threshold),
+                memory_evict_threshold_percent: Some(memory_threshold),
+                cpu_evict_be_satisfaction_lower_percent: Some(40),
+                cpu_evict_be_satisfaction_upper_percent: Some(80),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let plan = plan_all(&default_strategies(), &node, &slo);
+        for e in &plan.evictions {
+            let pod = node.pods.iter().find(|p| p.pod.uid == e.uid).expect("evicts a known pod");
+            prop_assert!(pod.is_be(), "{} evicted {} ({:?}): {}", e.strategy, e.pod, pod.pod.qos, e.reason);
+        }
+        for w in &plan.writes {
+            if !throttles(w.write.resource, &w.write.value) {
+                continue;
+            }
+            let under_be_dir = w.write.dir.starts_with(&node.be_dir);
+            let be_pod = node.pods.iter().any(|p| p.is_be() && w.write.dir.starts_with(&p.dir));
+            prop_assert!(
+                under_be_dir || be_pod,
+                "{} throttles {} ({:?} = {}): {}",
+                w.strategy, w.write.dir.as_path().display(), w.write.resource, w.write.value, w.reason
+            );
+        }
+    }
+}
