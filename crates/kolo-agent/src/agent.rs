@@ -18,15 +18,23 @@ use kolo_api::crd::{NodeMetric, NodeMetricSpec, NodeMetricStatus};
 use kolo_core::clock::Timestamp;
 use kolo_core::resources::ResourceVector;
 
-use crate::cgroup::{CgroupError, Cgroups, LayoutConfig};
+use std::collections::BTreeMap;
+
+use kolo_api::kube_qos::KubeQoSClass;
+use kolo_core::cpuset::CpuSet;
+use kolo_core::resources::ResourceName;
+
+use crate::cgroup::{CgroupError, Cgroups, LayoutConfig, Resource};
 use crate::collect::node::NodeCollector;
 use crate::collect::pod::PodCollector;
 use crate::collect::psi::NodePsiReader;
 use crate::nodemetric::{CollectPolicy, ProdInputs, StatusInputs, build};
 use crate::pod_ref::PodRef;
 use crate::pods::{LastGood, PodSource};
+use crate::predictor::CpuMem;
 use crate::predictor::reclaimable::ReclaimConfig;
 use crate::predictor::{PredictServer, PredictorConfig, checkpoint};
+use crate::qos::{BeGroupState, EvictionHistory, Features, NodeState, PodState};
 use crate::sample::{NodeSample, PodSample};
 use crate::store::{Entity, MetricStore, StoreConfig};
 
@@ -126,6 +134,8 @@ pub struct AgentStats {
 /// One node's agent.
 pub struct Agent<S> {
     config: AgentConfig,
+    cgroups: Arc<Cgroups>,
+    started: Option<Timestamp>,
     node: NodeCollector,
     node_psi: NodePsiReader,
     pod_collector: PodCollector,
@@ -165,10 +175,13 @@ impl<S: PodSource> Agent<S> {
             let report = predictor.restore(&saved, |_| true);
             tracing::info!(?report, path = %path.display(), "predictor checkpoint restored");
         }
+        let cgroups = Arc::new(cgroups);
         Ok(Agent {
+            cgroups: Arc::clone(&cgroups),
+            started: None,
             node: NodeCollector::new(&config.proc_root, &config.sys_root),
             node_psi: NodePsiReader::new(&config.proc_root),
-            pod_collector: PodCollector::new(Arc::new(cgroups)),
+            pod_collector: PodCollector::new(cgroups),
             pods: LastGood::new(source),
             pod_generation: 0,
             pod_refs: Vec::new(),
@@ -189,6 +202,7 @@ impl<S: PodSource> Agent<S> {
     /// One collection round at `now`.
     pub fn tick(&mut self, now: Timestamp) -> TickReport {
         let started = std::time::Instant::now();
+        self.started.get_or_insert(now);
         let mut report = TickReport::default();
         self.sync_pods(now, &mut report);
         let node = match self.node.collect(now) {
@@ -304,6 +318,69 @@ impl<S: PodSource> Agent<S> {
         metric
     }
 
+    /// The node as the QoS strategies see it, from the last round: usage,
+    /// pods with their usage, the BE QoS cgroup's current cpuset and CFS
+    /// quota, and the kernel's features. Pods whose objects cannot be used
+    /// are left out (the collection round already reported them).
+    pub fn node_state(&self, now: Timestamp) -> NodeState {
+        let paths = self.cgroups.pod_paths();
+        let be_dir = paths.qos_dir(KubeQoSClass::BestEffort).clone();
+        let usage_of = |uid: &str| self.last_samples.iter().find(|s| s.uid == uid);
+        let pods = self
+            .pods
+            .pods()
+            .iter()
+            .filter_map(|object| {
+                let uid = object.metadata.uid.as_deref().unwrap_or_default();
+                let sample = usage_of(uid);
+                let usage = sample.map(|s| cpu_mem(s.cpu_cores, s.memory_bytes));
+                let containers: BTreeMap<String, CpuMem> = sample
+                    .iter()
+                    .flat_map(|s| &s.containers)
+                    .map(|c| (c.name.clone(), cpu_mem(c.cpu_cores, c.memory_bytes)))
+                    .collect();
+                PodState::from_pod(object, paths, usage, &containers).ok()
+            })
+            .collect();
+        let cpu_milli = self.allocatable.get(ResourceName::Cpu).unwrap_or(0);
+        let cpus = u32::try_from((cpu_milli / 1000).max(1)).unwrap_or(1);
+        NodeState {
+            now,
+            capacity: CpuMem::new(
+                cpu_milli,
+                self.allocatable.get(ResourceName::Memory).unwrap_or(0),
+            ),
+            allocatable: self.allocatable,
+            reserved: CpuMem::default(),
+            usage: self
+                .last_node
+                .map_or(CpuMem::default(), |n| cpu_mem(n.cpu_cores, n.memory_bytes)),
+            be_cpus: CpuSet::from_range(0, cpus - 1),
+            cpu_cores: BTreeMap::new(),
+            be: BeGroupState {
+                cpuset: self.cgroups.cpuset_cpus(&be_dir).ok(),
+                cfs_quota_us: self.cgroups.cfs_quota_us(&be_dir).ok().map(|q| q.unwrap_or(-1)),
+            },
+            be_dir,
+            pods,
+            features: Features {
+                cpu_idle: self.cgroups.is_supported(Resource::CpuIdle),
+                bvt_warp_ns: self.cgroups.is_supported(Resource::CpuBvtWarpNs),
+                cfs_burst: self.cgroups.is_supported(Resource::CpuCfsBurst),
+                memory_qos: self.cgroups.is_supported(Resource::MemoryMin),
+            },
+            version: self.cgroups.version(),
+            evictions: EvictionHistory { started: self.started, last_cpu: None, last_memory: None },
+        }
+    }
+
+    /// Applies a plan's cgroup writes (in a safe order, skipping values
+    /// already set). Evictions are not carried out here.
+    pub fn apply_writes(&self, plan: &crate::qos::Plan) -> crate::cgroup::ApplyReport {
+        let writes: Vec<_> = plan.writes.iter().map(|w| w.write.clone()).collect();
+        self.cgroups.executor().apply(&writes)
+    }
+
     /// The pods the agent knows.
     pub fn pods(&self) -> &[PodRef] {
         &self.pod_refs
@@ -338,6 +415,10 @@ impl<S: PodSource> Agent<S> {
     pub fn allocatable(&self) -> &ResourceVector {
         &self.allocatable
     }
+}
+
+fn cpu_mem(cores: f64, bytes: u64) -> CpuMem {
+    CpuMem::new((cores * 1000.0).round() as i64, i64::try_from(bytes).unwrap_or(i64::MAX))
 }
 
 fn due(last: Option<Timestamp>, now: Timestamp, every: Duration) -> bool {

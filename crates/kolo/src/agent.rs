@@ -73,6 +73,11 @@ pub struct Common {
     /// Predictor checkpoint file (restored at start, saved every 10 min).
     #[arg(long, value_name = "FILE")]
     pub checkpoint: Option<PathBuf>,
+    /// The NodeSLO the QoS strategies follow (a NodeSLO object or its
+    /// spec, YAML or JSON); default: every default (suppression and
+    /// eviction off, BE isolation on).
+    #[arg(long = "node-slo", value_name = "FILE")]
+    pub node_slo: Option<PathBuf>,
     /// Log format (stderr; `RUST_LOG` filters, default `info`).
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -240,17 +245,26 @@ fn build_agent(common: &Common) -> Result<Agent<Source>, BoxError> {
 
 /// Ticks `agent` every interval until `rounds` ticks ran (or forever),
 /// logging each tick's problems once per distinct message.
-fn run_ticks(agent: &Mutex<Agent<Source>>, interval: Duration, rounds: Option<u64>) {
+fn run_ticks(
+    agent: &Mutex<Agent<Source>>,
+    interval: Duration,
+    rounds: Option<u64>,
+    mut qos: Option<&mut Qos>,
+) {
     let start = Instant::now();
     let mut last_errors: Vec<String> = Vec::new();
     let mut n = 0u64;
     loop {
-        let report = agent.lock().expect("agent lock").tick(Timestamp::now());
+        let now = Timestamp::now();
+        let report = agent.lock().expect("agent lock").tick(now);
         if report.errors != last_errors {
             for e in &report.errors {
                 tracing::warn!(error = %e, "collection problem");
             }
             last_errors = report.errors;
+        }
+        if let Some(qos) = qos.as_deref_mut() {
+            qos.round(&agent.lock().expect("agent lock"), now);
         }
         n += 1;
         if rounds.is_some_and(|r| n >= r) {
@@ -261,6 +275,86 @@ fn run_ticks(agent: &Mutex<Agent<Source>>, interval: Duration, rounds: Option<u6
         let next = interval
             .mul_f64((start.elapsed().as_secs_f64() / interval.as_secs_f64()).floor() + 1.0);
         std::thread::sleep(next.saturating_sub(start.elapsed()));
+    }
+}
+
+/// The QoS strategies in the agent loop: planned every round; applied, or
+/// printed with `--dry-run` whenever the plan changes.
+struct Qos {
+    slo: kolo_api::crd::NodeSLOSpec,
+    dry_run: bool,
+    strategies: Vec<Box<dyn kolo_agent::qos::Strategy>>,
+    last: Vec<String>,
+}
+
+impl Qos {
+    fn new(common: &Common) -> Result<Qos, BoxError> {
+        let slo = match &common.node_slo {
+            None => kolo_api::crd::NodeSLOSpec::default(),
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                let value: serde_json::Value = serde_saphyr::from_str(&text)
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                // A NodeSLO object (`kubectl get nodeslo NAME -o yaml`) or just its spec.
+                let spec = if value.get("kind").is_some() {
+                    value.get("spec").cloned().unwrap_or_default()
+                } else {
+                    value
+                };
+                serde_json::from_value(spec)
+                    .map_err(|e| format!("{}: not a NodeSLO spec: {e}", path.display()))?
+            }
+        };
+        Ok(Qos {
+            slo,
+            dry_run: common.dry_run,
+            strategies: kolo_agent::qos::default_strategies(),
+            last: Vec::new(),
+        })
+    }
+
+    fn round(&mut self, agent: &Agent<Source>, now: Timestamp) {
+        let state = agent.node_state(now);
+        let plan = kolo_agent::qos::plan_all(&self.strategies, &state, &self.slo);
+        let report = kolo_agent::qos::PlanReport::new(&plan, state.version);
+        let lines: Vec<String> = report
+            .writes
+            .iter()
+            .map(|w| {
+                format!(
+                    "write  {}/{} = {}   [{}] {}",
+                    w.cgroup, w.file, w.value, w.strategy, w.reason
+                )
+            })
+            .chain(
+                report
+                    .evictions
+                    .iter()
+                    .map(|e| format!("evict  {}   [{}] {}", e.pod, e.strategy, e.reason)),
+            )
+            .collect();
+        if self.dry_run {
+            if lines != self.last {
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "# plan at {now} (dry run: nothing written)");
+                for l in &lines {
+                    let _ = writeln!(out, "{l}");
+                }
+            }
+        } else {
+            let applied = agent.apply_writes(&plan);
+            for w in applied.changed() {
+                tracing::info!(path = %w.path.display(), old = %w.old, new = %w.new, "cgroup written");
+            }
+            for e in &applied.errors {
+                tracing::warn!(error = %e, "cgroup write failed");
+            }
+            for e in &report.evictions {
+                tracing::warn!(pod = %e.pod, strategy = e.strategy, reason = %e.reason, "eviction wanted; standalone mode has no evictor yet");
+            }
+        }
+        self.last = lines;
     }
 }
 
@@ -276,7 +370,7 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<(), BoxError> {
             let rounds = (Duration::from_secs(duration).as_secs_f64() / interval.as_secs_f64())
                 .ceil()
                 .max(2.0) as u64;
-            run_ticks(&agent, interval, Some(rounds));
+            run_ticks(&agent, interval, Some(rounds), None);
             let metric = agent.lock().expect("agent lock").node_metric(Timestamp::now());
             match output {
                 Format::Json => {
@@ -292,7 +386,7 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<(), BoxError> {
             let interval = Duration::from_millis(args.common.interval_ms.max(100));
             let agent = Arc::new(Mutex::new(build_agent(&args.common)?));
             if args.once {
-                run_ticks(&agent, interval, Some(2));
+                run_ticks(&agent, interval, Some(2), None);
                 let text = kolo_agent::metrics::encode(&*agent.lock().expect("agent lock"));
                 out.write_all(text.as_bytes())?;
                 return Ok(());
@@ -304,7 +398,8 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<(), BoxError> {
                 (Duration::from_secs(d).as_secs_f64() / interval.as_secs_f64()).ceil() as u64
             });
             tracing::info!(interval_ms = interval.as_millis() as u64, "agent running");
-            run_ticks(&agent, interval, rounds);
+            let mut qos = Qos::new(&args.common)?;
+            run_ticks(&agent, interval, rounds, Some(&mut qos));
             Ok(())
         }
     }
@@ -399,6 +494,7 @@ fn demo(seconds: u64, out: &mut dyn Write) -> Result<(), BoxError> {
         interval_ms: 1000,
         dry_run: true,
         checkpoint: None,
+        node_slo: None,
         log_format: LogFormat::Text,
     };
     let mut agent = build_agent(&common)?;

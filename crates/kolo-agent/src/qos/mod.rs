@@ -20,7 +20,10 @@ use kolo_core::cpuset::CpuSet;
 use kolo_core::resources::ResourceVector;
 use serde::Serialize;
 
-use crate::cgroup::{CgroupDir, CgroupVersion, CgroupWrite};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity as KubeQuantity;
+
+use crate::cgroup::{CgroupDir, CgroupVersion, CgroupWrite, ContainerId, PodPaths};
 use crate::pod_ref::PodRef;
 use crate::predictor::CpuMem;
 
@@ -77,6 +80,64 @@ impl PodState {
     pub fn is_be(&self) -> bool {
         self.pod.qos == QoSClass::BE
     }
+
+    /// The state of a Pod object on a node with these cgroup paths, with
+    /// the pod's usage and its containers' (by container name).
+    pub fn from_pod(
+        object: &Pod,
+        paths: &PodPaths,
+        usage: Option<CpuMem>,
+        container_usage: &BTreeMap<String, CpuMem>,
+    ) -> Result<PodState, PodStateError> {
+        let bad = |field: &str, message: String| PodStateError { field: field.into(), message };
+        let pod = PodRef::from_pod(object).map_err(|e| bad("spec", e.to_string()))?;
+        let dir = paths
+            .pod_dir(pod.kube_qos, &pod.uid)
+            .map_err(|e| bad("metadata.uid", e.to_string()))?;
+        let mut containers = Vec::new();
+        for (j, c) in object.spec.iter().flat_map(|spec| &spec.containers).enumerate() {
+            let field = format!("spec.containers[{j}].resources");
+            let list = |l: Option<&BTreeMap<String, KubeQuantity>>| {
+                l.map(ResourceVector::from_resource_list)
+                    .transpose()
+                    .map(Option::unwrap_or_default)
+                    .map_err(|e| bad(&field, e.to_string()))
+            };
+            let resources = c.resources.as_ref();
+            let requests = list(resources.and_then(|r| r.requests.as_ref()))?;
+            let limits = list(resources.and_then(|r| r.limits.as_ref()))?;
+            let id = pod.containers.iter().find(|r| r.name == c.name).and_then(|r| r.id.as_deref());
+            let dir = id
+                .map(|id| {
+                    let id = ContainerId::parse(id)?;
+                    paths.container_dir(&dir, &id)
+                })
+                .transpose()
+                .map_err(|e| bad("status.containerStatuses", e.to_string()))?;
+            let usage = container_usage.get(&c.name).copied();
+            containers.push(ContainerState { name: c.name.clone(), dir, requests, limits, usage });
+        }
+        let meta = &object.metadata;
+        Ok(PodState {
+            priority: object.spec.as_ref().and_then(|spec| spec.priority),
+            labels: meta.labels.clone().unwrap_or_default(),
+            annotations: meta.annotations.clone().unwrap_or_default(),
+            dir,
+            containers,
+            usage,
+            pod,
+        })
+    }
+}
+
+/// A Pod object the strategies cannot use; names the field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct PodStateError {
+    /// The field, relative to the pod (`metadata.uid`, ...).
+    pub field: String,
+    /// What is wrong.
+    pub message: String,
 }
 
 /// The current values of the BE QoS cgroup (read by the act side), which

@@ -32,9 +32,8 @@ use kolo_core::cpuset::CpuSet;
 use kolo_core::resources::{ResourceName, ResourceVector};
 use serde::Deserialize;
 
-use super::{BeGroupState, ContainerState, EvictionHistory, Features, NodeState, PodState};
-use crate::cgroup::{CgroupDir, CgroupDriver, CgroupVersion, ContainerId, PodPaths};
-use crate::pod_ref::PodRef;
+use super::{BeGroupState, EvictionHistory, Features, NodeState, PodState};
+use crate::cgroup::{CgroupDir, CgroupDriver, CgroupVersion, PodPaths};
 use crate::predictor::CpuMem;
 
 type ResourceList = BTreeMap<String, KubeQuantity>;
@@ -205,52 +204,17 @@ fn cpu_mem(path: &str, list: &ResourceList) -> Result<CpuMem, StateFileError> {
 }
 
 fn pod_state(at: &str, s: &PodSection, paths: &PodPaths) -> Result<PodState, StateFileError> {
-    let pod = PodRef::from_pod(&s.pod).map_err(|e| error(format!("{at}.pod"), e))?;
-    let dir = paths
-        .pod_dir(pod.kube_qos, &pod.uid)
-        .map_err(|e| error(format!("{at}.pod.metadata.uid"), e))?;
-    let spec_containers = s.pod.spec.iter().flat_map(|spec| &spec.containers);
-    let mut containers = Vec::new();
-    for (j, c) in spec_containers.enumerate() {
-        let here = format!("{at}.pod.spec.containers[{j}].resources");
-        let resources = c.resources.as_ref();
-        let requests =
-            vector(&here, resources.and_then(|r| r.requests.as_ref()).unwrap_or(&BTreeMap::new()))?;
-        let limits =
-            vector(&here, resources.and_then(|r| r.limits.as_ref()).unwrap_or(&BTreeMap::new()))?;
-        let id = pod.containers.iter().find(|r| r.name == c.name).and_then(|r| r.id.as_deref());
-        let dir = match id {
-            Some(id) => {
-                let id = ContainerId::parse(id)
-                    .map_err(|e| error(format!("{at}.pod.status.containerStatuses"), e))?;
-                Some(
-                    paths
-                        .container_dir(&dir, &id)
-                        .map_err(|e| error(format!("{at}.pod.status.containerStatuses"), e))?,
-                )
-            }
-            None => None,
-        };
-        let usage = s
-            .containers
-            .get(&c.name)
-            .map(|u| cpu_mem(&format!("{at}.containers.{}", c.name), u))
-            .transpose()?;
-        containers.push(ContainerState { name: c.name.clone(), dir, requests, limits, usage });
+    let mut usages = BTreeMap::new();
+    for (name, list) in &s.containers {
+        usages.insert(name.clone(), cpu_mem(&format!("{at}.containers.{name}"), list)?);
     }
-    if let Some(unknown) = s.containers.keys().find(|k| !containers.iter().any(|c| &c.name == *k)) {
+    let usage = s.usage.as_ref().map(|u| cpu_mem(&format!("{at}.usage"), u)).transpose()?;
+    let pod = PodState::from_pod(&s.pod, paths, usage, &usages)
+        .map_err(|e| error(format!("{at}.pod.{}", e.field), e.message))?;
+    if let Some(unknown) = usages.keys().find(|k| !pod.containers.iter().any(|c| &c.name == *k)) {
         return Err(error(format!("{at}.containers.{unknown}"), "no such container in the pod"));
     }
-    let meta = &s.pod.metadata;
-    Ok(PodState {
-        priority: s.pod.spec.as_ref().and_then(|spec| spec.priority),
-        labels: meta.labels.clone().unwrap_or_default(),
-        annotations: meta.annotations.clone().unwrap_or_default(),
-        dir,
-        containers,
-        usage: s.usage.as_ref().map(|u| cpu_mem(&format!("{at}.usage"), u)).transpose()?,
-        pod,
-    })
+    Ok(pod)
 }
 
 #[cfg(test)]
