@@ -136,6 +136,8 @@ pub struct Agent<S> {
     config: AgentConfig,
     cgroups: Arc<Cgroups>,
     started: Option<Timestamp>,
+    last_cpu_eviction: Option<Timestamp>,
+    last_memory_eviction: Option<Timestamp>,
     node: NodeCollector,
     node_psi: NodePsiReader,
     pod_collector: PodCollector,
@@ -179,6 +181,8 @@ impl<S: PodSource> Agent<S> {
         Ok(Agent {
             cgroups: Arc::clone(&cgroups),
             started: None,
+            last_cpu_eviction: None,
+            last_memory_eviction: None,
             node: NodeCollector::new(&config.proc_root, &config.sys_root),
             node_psi: NodePsiReader::new(&config.proc_root),
             pod_collector: PodCollector::new(cgroups),
@@ -370,7 +374,11 @@ impl<S: PodSource> Agent<S> {
                 memory_qos: self.cgroups.is_supported(Resource::MemoryMin),
             },
             version: self.cgroups.version(),
-            evictions: EvictionHistory { started: self.started, last_cpu: None, last_memory: None },
+            evictions: EvictionHistory {
+                started: self.started,
+                last_cpu: self.last_cpu_eviction,
+                last_memory: self.last_memory_eviction,
+            },
         }
     }
 
@@ -379,6 +387,20 @@ impl<S: PodSource> Agent<S> {
     pub fn apply_writes(&self, plan: &crate::qos::Plan) -> crate::cgroup::ApplyReport {
         let writes: Vec<_> = plan.writes.iter().map(|w| w.write.clone()).collect();
         self.cgroups.executor().apply(&writes)
+    }
+
+    /// Records that `strategy` evicted at `now` (for its cool-down).
+    pub fn note_eviction(&mut self, strategy: &str, now: Timestamp) {
+        if strategy.starts_with("memory") {
+            self.last_memory_eviction = Some(now);
+        } else {
+            self.last_cpu_eviction = Some(now);
+        }
+    }
+
+    /// A standalone evictor over the node's cgroups.
+    pub fn kill_evictor(&self) -> crate::evict::KillEvictor {
+        crate::evict::KillEvictor::new(Arc::clone(&self.cgroups))
     }
 
     /// The pods the agent knows.

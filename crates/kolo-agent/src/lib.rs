@@ -21,6 +21,7 @@
 pub mod agent;
 pub mod cgroup;
 pub mod collect;
+pub mod evict;
 pub mod metrics;
 pub mod nodemetric;
 pub mod pod_ref;

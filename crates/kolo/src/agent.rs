@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use kolo_agent::agent::{Agent, AgentConfig};
 use kolo_agent::cgroup::{CgroupDriver, LayoutConfig};
+use kolo_agent::evict::Evictor as _;
 use kolo_agent::pods::file::FileSource;
 use kolo_agent::pods::kubelet::{KubeletConfig, KubeletSource, KubeletTls};
 use kolo_agent::pods::{Fetched, PodSource, PodSourceError};
@@ -264,7 +265,7 @@ fn run_ticks(
             last_errors = report.errors;
         }
         if let Some(qos) = qos.as_deref_mut() {
-            qos.round(&agent.lock().expect("agent lock"), now);
+            qos.round(&mut agent.lock().expect("agent lock"), now);
         }
         n += 1;
         if rounds.is_some_and(|r| n >= r) {
@@ -285,6 +286,7 @@ struct Qos {
     dry_run: bool,
     strategies: Vec<Box<dyn kolo_agent::qos::Strategy>>,
     last: Vec<String>,
+    rate: kolo_agent::evict::RateLimit,
 }
 
 impl Qos {
@@ -311,10 +313,11 @@ impl Qos {
             dry_run: common.dry_run,
             strategies: kolo_agent::qos::default_strategies(),
             last: Vec::new(),
+            rate: kolo_agent::evict::RateLimit::default(),
         })
     }
 
-    fn round(&mut self, agent: &Agent<Source>, now: Timestamp) {
+    fn round(&mut self, agent: &mut Agent<Source>, now: Timestamp) {
         let state = agent.node_state(now);
         let plan = kolo_agent::qos::plan_all(&self.strategies, &state, &self.slo);
         let report = kolo_agent::qos::PlanReport::new(&plan, state.version);
@@ -350,8 +353,17 @@ impl Qos {
             for e in &applied.errors {
                 tracing::warn!(error = %e, "cgroup write failed");
             }
-            for e in &report.evictions {
-                tracing::warn!(pod = %e.pod, strategy = e.strategy, reason = %e.reason, "eviction wanted; standalone mode has no evictor yet");
+            let mut evictor = agent.kill_evictor();
+            for e in &plan.evictions {
+                let Some(pod) = state.pods.iter().find(|p| p.pod.uid == e.uid) else { continue };
+                if !self.rate.allow(now) {
+                    tracing::warn!(pod = %e.pod, strategy = e.strategy, "eviction held back by the rate limit");
+                    continue;
+                }
+                match evictor.evict(pod, &e.reason) {
+                    Ok(()) => agent.note_eviction(e.strategy, now),
+                    Err(err) => tracing::warn!(error = %err, "eviction failed"),
+                }
             }
         }
         self.last = lines;
