@@ -195,3 +195,10 @@ pub trait Strategy {
     /// merged over the defaults.
     fn plan(&self, node: &NodeState, slo: &NodeSLOSpec, plan: &mut Plan);
 }
+
+pub mod cpu_evict;
+pub mod cpu_suppress;
+pub mod eviction_order;
+pub mod memory_evict;
+#[cfg(test)]
+pub(crate) mod testing_b;
