@@ -83,7 +83,7 @@ impl Strategy for MemoryEvict {
         }
         let threshold =
             percent(t.memory_evict_threshold_percent.unwrap_or(DEFAULT_THRESHOLD_PERCENT));
-        let lower = t.memory_evict_lower_percent.map_or(threshold - 2, percent);
+        let lower = percent(t.memory_evict_lower_percent.unwrap_or(threshold - 2));
         let capacity = node.capacity.memory_bytes;
         let used = node.usage.memory_bytes;
         let Some((need, usage_pct)) = release_target(capacity, used, threshold, lower) else {
@@ -238,6 +238,16 @@ mod tests {
         assert_eq!(run(&n, enabled()), ["default/allowed"]);
         // Threshold 80: 75% is fine.
         let t = ResourceThresholdStrategy { memory_evict_threshold_percent: Some(80), ..enabled() };
+        assert!(run(&n, t).is_empty());
+        // Threshold 0: the default lower (−2) clamps to 0, not below the
+        // threshold → invalid, nothing. Lower above threshold: nothing.
+        let t = ResourceThresholdStrategy { memory_evict_threshold_percent: Some(0), ..enabled() };
+        assert!(run(&n, t).is_empty());
+        let t = ResourceThresholdStrategy {
+            memory_evict_threshold_percent: Some(60),
+            memory_evict_lower_percent: Some(90),
+            ..enabled()
+        };
         assert!(run(&n, t).is_empty());
     }
 }
