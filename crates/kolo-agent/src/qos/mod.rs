@@ -334,12 +334,24 @@ pub trait Strategy {
     fn plan(&self, node: &NodeState, slo: &NodeSLOSpec, plan: &mut Plan);
 }
 
-/// Every strategy kolo runs, in order.
+/// Every strategy kolo runs, in order: suppression before eviction (a
+/// suppressed node may not need to evict).
 pub fn default_strategies() -> Vec<Box<dyn Strategy>> {
-    Vec::new()
+    vec![
+        Box::new(cpu_suppress::CpuSuppress),
+        Box::new(cpu_evict::CpuEvict),
+        Box::new(memory_evict::MemoryEvict),
+    ]
 }
 
 pub mod state_file;
 
 #[cfg(test)]
 mod invariants;
+
+pub mod cpu_evict;
+pub mod cpu_suppress;
+pub mod eviction_order;
+pub mod memory_evict;
+#[cfg(test)]
+pub(crate) mod testing_b;
