@@ -134,7 +134,7 @@ impl TestCgroups {
         &self.name
     }
 
-    /// What to give [`kolo_agent::cgroup::Cgroups::detect`] (cgroupfs
+    /// What to give [`crate::cgroup::Cgroups::detect`] (cgroupfs
     /// driver, real root, this test's kubelet root).
     pub fn layout_config(&self) -> LayoutConfig {
         LayoutConfig {

@@ -12,7 +12,7 @@
 //!   cpu.stat, PSI, numa_stat);
 //! * [`executor`]: batches of writes in a safe order, skipping values
 //!   already set, with a record of what changed;
-//! * [`cpuset`]: CPU lists.
+//! * `CpuSet` (from `kolo_core::cpuset`): CPU lists.
 //!
 //! [`Cgroups`] ties them together: detect once at start, share it (it is
 //! `Sync`), and hand it to the collectors and the executor.
