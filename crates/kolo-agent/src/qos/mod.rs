@@ -195,3 +195,10 @@ pub trait Strategy {
     /// merged over the defaults.
     fn plan(&self, node: &NodeState, slo: &NodeSLOSpec, plan: &mut Plan);
 }
+
+pub mod batch_resource;
+pub mod be_isolation;
+pub mod cpu_burst;
+pub mod memory_qos;
+#[cfg(test)]
+pub(crate) mod testing_a;
