@@ -3,8 +3,11 @@
 //!
 //! For the BE QoS dir and every BE pod, the first mechanism the kernel has:
 //!
-//! 1. `cpu.idle = 1` (mainline SCHED_IDLE groups): BE tasks only run when no
-//!    other task wants the CPU;
+//! 1. `cpu.idle = 1` (mainline SCHED_IDLE groups) on the BE QoS dir only: BE
+//!    tasks only run when no other task wants the CPU. Not on the pods: the
+//!    kernel refuses `cpu.shares` / `cpu.weight` writes to an idle group
+//!    (`EINVAL`), and `batchResource` sets the BE pods' shares, by which
+//!    they share the BE dir's idle time among themselves;
 //! 2. `cpu.bvt_warp_ns` = beClass `groupIdentity` (default `-1`, Alibaba
 //!    Cloud Linux group identity), also on the BE containers;
 //! 3. `cpu.shares = 2` on the BE QoS dir (the smallest weight; the kubelet
@@ -13,8 +16,9 @@
 //! Deviation (kolo default): the reference only does this when the NodeSLO
 //! turns `resourceQOSStrategy.beClass.cpuQOS.enable` on (default off);
 //! kolo does it unless that field is explicitly `false`. Explicitly off, the
-//! BE dirs get the neutral values back (`cpu.idle = 0`, `cpu.bvt_warp_ns =
-//! 0`) so nothing lingers from an earlier round.
+//! BE dirs get the neutral values back (`cpu.idle = 0` on the QoS dir,
+//! `cpu.bvt_warp_ns = 0` on it and the BE pods and containers) so nothing
+//! lingers from an earlier round.
 //!
 //! LS, LSR, LSE and SYSTEM pods are only touched where their class's
 //! `cpuQOS.enable` is `true` (LSE uses lsrClass): `cpu.idle = 0` and, with
@@ -104,13 +108,6 @@ impl BeIsolation {
                     CgroupWrite::int(&node.be_dir, Resource::CpuIdle, 0),
                     format!("BE QoS dir: cpu.idle=0 ({why})"),
                 );
-                for p in be_pods.clone() {
-                    plan.write(
-                        NAME,
-                        CgroupWrite::int(&p.dir, Resource::CpuIdle, 0),
-                        format!("BE pod {}: cpu.idle=0 ({why})", p.pod.key()),
-                    );
-                }
             }
             if f.bvt_warp_ns {
                 plan.write(
@@ -131,19 +128,17 @@ impl BeIsolation {
             return;
         }
         if f.cpu_idle {
-            let why = "lowest CPU priority; kernel has cpu.idle";
+            // Only the QoS dir: the kernel refuses `cpu.shares` / `cpu.weight`
+            // on an idle group, and batchResource sets the BE pods' shares
+            // (inside the idle BE dir they share by their batch-cpu requests).
+            let n = be_pods.count();
             plan.write(
                 NAME,
                 CgroupWrite::int(&node.be_dir, Resource::CpuIdle, 1),
-                format!("BE QoS dir: cpu.idle=1 ({why})"),
+                format!(
+                    "BE QoS dir ({n} BE pods): cpu.idle=1 (lowest CPU priority; kernel has cpu.idle)"
+                ),
             );
-            for p in be_pods {
-                plan.write(
-                    NAME,
-                    CgroupWrite::int(&p.dir, Resource::CpuIdle, 1),
-                    format!("BE pod {}: cpu.idle=1 ({why})", p.pod.key()),
-                );
-            }
         } else if f.bvt_warp_ns {
             let bvt = group_identity(slo, QoSClass::BE);
             let why = "lowest CPU priority; no cpu.idle, kernel has group identity";
@@ -267,7 +262,7 @@ mod tests {
         // (features, be dir, be pod, be container) for (cpu.idle, bvt, shares)
         type Row = (Features, [Option<Value>; 3], [Option<Value>; 3], [Option<Value>; 3]);
         let table: [Row; 3] = [
-            (idle, [int(1), None, None], [int(1), None, None], [None, None, None]),
+            (idle, [int(1), None, None], [None, None, None], [None, None, None]),
             (bvt, [None, int(-1), None], [None, int(-1), None], [None, int(-1), None]),
             (none, [None, None, int(2)], [None, None, None], [None, None, None]),
         ];
@@ -284,10 +279,17 @@ mod tests {
             );
         }
         let plan = run(&BeIsolation, &node_with(idle), &NodeSLOSpec::default());
+        assert_eq!(plan.writes.len(), 1);
+        assert_eq!(
+            plan.writes[0].reason,
+            "BE QoS dir (1 BE pods): cpu.idle=1 (lowest CPU priority; kernel has cpu.idle)"
+        );
+        // bvt: a reason per pod / container, with the value.
+        let plan = run(&BeIsolation, &node_with(bvt), &NodeSLOSpec::default());
         let reason = &plan.writes.iter().find(|w| w.write.dir == dir(BE_POD)).unwrap().reason;
         assert_eq!(
             reason,
-            "BE pod default/spark-1: cpu.idle=1 (lowest CPU priority; kernel has cpu.idle)"
+            "BE pod default/spark-1: cpu.bvt_warp_ns=-1 (lowest CPU priority; no cpu.idle, kernel has group identity)"
         );
     }
 
@@ -309,8 +311,9 @@ mod tests {
         assert_eq!(written(&plan, BE_CTR, Resource::CpuBvtWarpNs), int(0));
         // explicit false: neutral values.
         let plan = run(&BeIsolation, &node_with(f), &slo(cpu(Some(false), None), None));
+        assert_eq!(written(&plan, BE_DIR, Resource::CpuIdle), int(0));
+        assert_eq!(written(&plan, BE_POD, Resource::CpuIdle), None);
         for path in [BE_DIR, BE_POD] {
-            assert_eq!(written(&plan, path, Resource::CpuIdle), int(0), "{path}");
             assert_eq!(written(&plan, path, Resource::CpuBvtWarpNs), int(0), "{path}");
         }
         assert_eq!(written(&plan, BE_CTR, Resource::CpuBvtWarpNs), int(0));
