@@ -8,7 +8,8 @@
 //! `cpu.cfs_burst_us` = limit (cores) × `cpuBurstPercent` / 100 × 100000
 //! = limit (milli) × `cpuBurstPercent`
 //!
-//! (v2: `cpu.max.burst`), and the pod dir gets the sum over its containers.
+//! (v2: `cpu.max.burst`), and the pod dir gets the sum over its containers
+//! (both at most [`MAX_BURST_US`]).
 //! Defaults (§3.3): policy `none` (nothing written), `cpuBurstPercent`
 //! 1000. The pod annotation `koordinator.sh/cpuBurst` (JSON, same fields as
 //! the NodeSLO `cpuBurstStrategy`) overrides the node config field by field;
@@ -62,15 +63,18 @@ pub fn pod_config(slo: &NodeSLOSpec, pod: &PodState) -> CPUBurstStrategy {
     cfg
 }
 
+/// The largest burst the cgroup layer accepts (100 s, its v1 range).
+pub const MAX_BURST_US: i64 = 1000 * CFS_BASE_PERIOD_US;
+
 /// `cpu.cfs_burst_us` of a container with CPU limit `limit_milli`:
-/// `limit_milli × percent`, capped at the quota `limit_milli × 100`;
-/// 0 without a limit or with a non-positive percent.
+/// `limit_milli × percent`, capped at the quota `limit_milli × 100` and at
+/// [`MAX_BURST_US`]; 0 without a limit or with a non-positive percent.
 pub fn burst_us(limit_milli: i64, percent: i64) -> i64 {
     if limit_milli <= 0 || percent <= 0 {
         return 0;
     }
     let quota = limit_milli.saturating_mul(CFS_BASE_PERIOD_US) / 1000;
-    limit_milli.saturating_mul(percent).min(quota)
+    limit_milli.saturating_mul(percent).min(quota).min(MAX_BURST_US)
 }
 
 fn static_burst(policy: Option<&str>) -> bool {
@@ -120,6 +124,7 @@ impl Strategy for CpuBurst {
                     ),
                 );
             }
+            let total = total.min(MAX_BURST_US);
             if total > 0 {
                 plan.write(
                     NAME,
@@ -186,7 +191,8 @@ mod tests {
             (-1, 50, 0),
             (1000, 0, 0),
             (1000, -5, 0),
-            (i64::MAX, 50, i64::MAX / 1000),
+            (i64::MAX, 50, MAX_BURST_US),
+            (2_000_000, 100, MAX_BURST_US), // 2000 cores: quota 200 s, capped at 100 s
         ];
         for (limit, percent, burst) in table {
             assert_eq!(burst_us(limit, percent), burst, "{limit}m {percent}%");

@@ -148,3 +148,138 @@ pub(crate) fn writes(plan: &Plan) -> Vec<(String, Resource, Value)> {
         })
         .collect()
 }
+
+/// The four strategies together on a mixed node with everything enabled
+/// and odd inputs: their writes agree, pass the cgroup layer's validation
+/// on v1 and v2, and never limit a non-BE pod.
+#[cfg(test)]
+mod tests {
+    use kolo_api::crd::{
+        CPUBurstStrategy, CPUQOSCfg, MemoryQOSCfg, ResourceQOS, ResourceQOSStrategy,
+    };
+    use kolo_core::resources::ResourceName::{BatchCpu, BatchMemory, Cpu, Memory};
+
+    use super::*;
+    use crate::qos::batch_resource::BatchResource;
+    use crate::qos::be_isolation::BeIsolation;
+    use crate::qos::cpu_burst::CpuBurst;
+    use crate::qos::memory_qos::MemoryQos;
+
+    fn class(gi: i64) -> Option<ResourceQOS> {
+        Some(ResourceQOS {
+            cpu_qos: Some(CPUQOSCfg {
+                enable: Some(true),
+                group_identity: Some(gi),
+                ..Default::default()
+            }),
+            memory_qos: Some(MemoryQOSCfg {
+                enable: Some(true),
+                min_limit_percent: Some(100),
+                low_limit_percent: Some(150),
+                throttling_percent: Some(80),
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+    }
+
+    fn everything() -> NodeSLOSpec {
+        NodeSLOSpec {
+            resource_qos_strategy: Some(ResourceQOSStrategy {
+                lsr_class: class(2),
+                ls_class: class(2),
+                be_class: class(-1),
+                system_class: class(0),
+                ..Default::default()
+            }),
+            cpu_burst_strategy: Some(CPUBurstStrategy {
+                policy: Some("auto".to_string()),
+                cpu_burst_percent: Some(10_000),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn mixed() -> Vec<PodState> {
+        let odd = [i64::MIN, -1, 0, 1, 999, i64::MAX];
+        let mut pods = Vec::new();
+        for (i, qos) in [
+            QoSClass::BE,
+            QoSClass::LS,
+            QoSClass::LSR,
+            QoSClass::LSE,
+            QoSClass::System,
+            QoSClass::None,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let containers = odd
+                .iter()
+                .enumerate()
+                .map(|(j, v)| {
+                    let all = res(&[(Cpu, *v), (Memory, *v), (BatchCpu, *v), (BatchMemory, *v)]);
+                    container(&format!("c{j}"), all, all)
+                })
+                .collect();
+            pods.push(pod(&format!("p{i}"), qos, containers));
+        }
+        pods
+    }
+
+    #[test]
+    fn all_four_together() {
+        let strategies: [&dyn Strategy; 4] = [&BeIsolation, &BatchResource, &CpuBurst, &MemoryQos];
+        for features in
+            [all_features(), Features { cpu_idle: false, ..all_features() }, Features::default()]
+        {
+            for version in [CgroupVersion::V1, CgroupVersion::V2] {
+                let mut n = node();
+                n.features = features;
+                n.version = version;
+                n.pods = mixed();
+                let mut plan = Plan::default();
+                for s in strategies {
+                    s.plan(&n, &everything(), &mut plan);
+                }
+                assert!(!plan.writes.is_empty());
+                let mut seen = BTreeMap::new();
+                for w in &plan.writes {
+                    let k = (w.write.dir.clone(), w.write.resource);
+                    if let Some(old) = seen.insert(k, &w.write.value) {
+                        assert_eq!(old, &w.write.value, "conflicting writes: {w:?}");
+                    }
+                    assert!(!w.reason.is_empty());
+                    w.write.resource.validate(version, &w.write.value).unwrap_or_else(|e| {
+                        panic!("{version:?}: invalid {w:?}: {e}");
+                    });
+                    let be = w.write.dir.starts_with(&dir(BE_DIR));
+                    if !be {
+                        // Limits and low priority only ever for BE.
+                        assert!(
+                            !matches!(
+                                w.write.resource,
+                                Resource::CpuCfsQuota | Resource::MemoryLimit | Resource::CpuShares
+                            ),
+                            "{w:?}"
+                        );
+                        assert_ne!(w.write.value, Value::Int(-1), "{w:?}");
+                        if w.write.resource == Resource::CpuIdle {
+                            assert_eq!(w.write.value, Value::Int(0), "{w:?}");
+                        }
+                    }
+                }
+                // The kernel refuses shares on an idle group.
+                for w in plan.writes.iter().filter(|w| w.write.resource == Resource::CpuShares) {
+                    assert!(
+                        !plan.writes.iter().any(|i| i.write.dir == w.write.dir
+                            && i.write.resource == Resource::CpuIdle
+                            && i.write.value == Value::Int(1)),
+                        "shares on an idle group: {w:?}"
+                    );
+                }
+            }
+        }
+    }
+}
