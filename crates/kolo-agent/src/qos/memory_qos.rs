@@ -23,8 +23,10 @@
 //! Defaults (§3.3): every percent 0. A percent of 0 (or unset, or negative)
 //! writes nothing for `memory.min` / `memory.low`. Numbers saturate.
 //!
-//! Not implemented: the `koordinator.sh/memoryQOS` pod annotation, and the
-//! Alibaba Cloud Linux extras (`memory.wmark_*`, `memory.priority`,
+//! The pod annotation `koordinator.sh/memoryQOS` adjusts this per pod (see
+//! [`pod_percents`]).
+//!
+//! Not implemented: the Alibaba Cloud Linux extras (`memory.wmark_*`, `memory.priority`,
 //! `memory.use_priority_oom`, `memory.oom.group`, page cache limits).
 
 use std::collections::BTreeMap;
@@ -32,6 +34,7 @@ use std::collections::BTreeMap;
 use kolo_api::QoSClass;
 use kolo_api::crd::{MemoryQOSCfg, NodeSLOSpec};
 use kolo_api::kube_qos::KubeQoSClass;
+use kolo_api::names::annotation;
 use kolo_core::resources::ResourceName;
 
 use super::{NodeState, Plan, PodState, Strategy};
@@ -81,6 +84,55 @@ pub fn class_percents(slo: &NodeSLOSpec, pod: &PodState) -> Option<Percents> {
     };
     let cfg = class?.memory_qos.as_ref()?;
     (cfg.enable == Some(true)).then(|| Percents::from_cfg(cfg))
+}
+
+/// The `koordinator.sh/memoryQOS` pod annotation (Koordinator's
+/// `PodMemoryQOSConfig`; the fields kolo uses).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodMemoryQos {
+    /// `default` (or unset): the class config; `none`: off for this pod;
+    /// `auto`: on, from the default template (every percent 0).
+    pub policy: Option<String>,
+    /// Overrides `minLimitPercent`.
+    pub min_limit_percent: Option<i64>,
+    /// Overrides `lowLimitPercent`.
+    pub low_limit_percent: Option<i64>,
+    /// Overrides `throttlingPercent`.
+    pub throttling_percent: Option<i64>,
+}
+
+/// The percentages for a pod, `None` if memory QoS is off for it: the
+/// class config (off unless `enable: true`), then the pod annotation
+/// `koordinator.sh/memoryQOS` (an unparsable one is ignored): policy `none`
+/// turns it off, `auto` turns it on from the default template (all 0), and
+/// the annotation's percents override field by field (and turn it on, as in
+/// the reference, where the pod config is merged over the class's "None"
+/// values).
+pub fn pod_percents(slo: &NodeSLOSpec, pod: &PodState) -> Option<Percents> {
+    let class = class_percents(slo, pod);
+    let Some(a) = pod
+        .annotations
+        .get(annotation::MEMORY_QOS)
+        .and_then(|a| serde_json::from_str::<PodMemoryQos>(a).ok())
+    else {
+        return class;
+    };
+    let fields_set = a.min_limit_percent.is_some()
+        || a.low_limit_percent.is_some()
+        || a.throttling_percent.is_some();
+    let base = match a.policy.as_deref() {
+        Some("none") => return None,
+        Some("auto") => Some(Percents::default()),
+        _ if fields_set => Some(class.unwrap_or_default()),
+        _ => class,
+    }?;
+    let p = |v: Option<i64>, d: i64| v.map_or(d, |v| v.max(0));
+    Some(Percents {
+        min: p(a.min_limit_percent, base.min),
+        low: p(a.low_limit_percent, base.low),
+        throttling: p(a.throttling_percent, base.throttling),
+    })
 }
 
 /// `value × percent / 100`, in [0, i64::MAX].
@@ -185,7 +237,7 @@ impl Strategy for MemoryQos {
             if pod.pod.terminated {
                 continue;
             }
-            let Some(p) = class_percents(slo, pod) else { continue };
+            let Some(p) = pod_percents(slo, pod) else { continue };
             let be = pod.is_be();
             let key = pod.pod.key();
             let class = format!("{:?}", pod.pod.qos);
@@ -434,6 +486,40 @@ mod tests {
                 .writes
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn pod_annotation() {
+        let on = slo(mem(Some(true), Some(50), Some(80), Some(50)), None, None);
+        let off = slo(mem(Some(false), Some(50), Some(80), Some(50)), None, None);
+        let p = |min, low, throttling| Some(Percents { min, low, throttling });
+        // (annotation, class on → percents, class off → percents)
+        let table = [
+            (None, p(50, 80, 50), None),
+            (Some("not json"), p(50, 80, 50), None),
+            (Some(r#"{}"#), p(50, 80, 50), None),
+            (Some(r#"{"policy":"default"}"#), p(50, 80, 50), None),
+            (Some(r#"{"policy":"none","minLimitPercent":10}"#), None, None),
+            (Some(r#"{"policy":"auto"}"#), p(0, 0, 0), p(0, 0, 0)),
+            (Some(r#"{"policy":"auto","lowLimitPercent":30}"#), p(0, 30, 0), p(0, 30, 0)),
+            (Some(r#"{"minLimitPercent":100}"#), p(100, 80, 50), p(100, 0, 0)),
+            (Some(r#"{"throttlingPercent":-4}"#), p(50, 80, 0), p(0, 0, 0)),
+        ];
+        for (a, want_on, want_off) in table {
+            let mut w = web();
+            if let Some(a) = a {
+                w.annotations.insert(annotation::MEMORY_QOS.to_string(), a.to_string());
+            }
+            assert_eq!(pod_percents(&on, &w), want_on, "{a:?} class on");
+            assert_eq!(pod_percents(&off, &w), want_off, "{a:?} class off");
+        }
+        // And the strategy uses it.
+        let mut w = web();
+        w.annotations
+            .insert(annotation::MEMORY_QOS.to_string(), r#"{"minLimitPercent":100}"#.into());
+        let plan = run(&MemoryQos, &node_with(vec![w]), &off);
+        assert_eq!(written(&plan, "kubepods/burstable/podweb/a", Resource::MemoryMin), int(GI));
+        assert_eq!(written(&plan, "kubepods/burstable/podweb/a", Resource::MemoryLow), None);
     }
 
     #[test]
