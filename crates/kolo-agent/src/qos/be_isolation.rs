@@ -24,10 +24,13 @@
 //! `cpuQOS.enable` is `true` (LSE uses lsrClass): `cpu.idle = 0` and, with
 //! the `groupIdentity` CPU policy (the default), `cpu.bvt_warp_ns` = the
 //! class's `groupIdentity` (defaults: LSR / LS 2, SYSTEM 0) on the pod and
-//! its containers. The Burstable / Guaranteed QoS dirs are not written.
+//! its containers; an LS pod's `koordinator.sh/cpuQOS` annotation overrides
+//! the value ([`pod_group_identity`]). The Burstable / Guaranteed QoS dirs
+//! are not written.
 
 use kolo_api::QoSClass;
 use kolo_api::crd::{CPUQOSCfg, NodeSLOSpec, ResourceQOS};
+use kolo_api::names::annotation;
 
 use super::{NodeState, Plan, PodState, Strategy};
 use crate::cgroup::resource::MIN_SHARES;
@@ -80,6 +83,30 @@ fn is_group_identity(slo: &NodeSLOSpec) -> bool {
         .and_then(|s| s.policies.as_ref())
         .and_then(|p| p.cpu_policy.as_deref());
     matches!(policy, None | Some("") | Some("groupIdentity"))
+}
+
+/// The group identity of a non-BE pod whose class has CPU QoS on, and where
+/// it comes from: the class's, except that an LS pod's
+/// `koordinator.sh/cpuQOS` annotation (`{"enable":bool,"groupIdentity":int}`)
+/// overrides it: its `groupIdentity` if `enable` is true, else 0 (as in the
+/// reference). An unparsable annotation is ignored.
+pub fn pod_group_identity(slo: &NodeSLOSpec, pod: &PodState) -> (i64, &'static str) {
+    let class = group_identity(slo, pod.pod.qos);
+    if pod.pod.qos != QoSClass::LS {
+        return (class, "class cpuQOS groupIdentity");
+    }
+    let over = pod
+        .annotations
+        .get(annotation::CPU_QOS)
+        .and_then(|a| serde_json::from_str::<CPUQOSCfg>(a).ok());
+    match over {
+        None => (class, "class cpuQOS groupIdentity"),
+        Some(a) if a.enable == Some(true) => (
+            a.group_identity.map_or(class, |g| g.clamp(-1, 2)),
+            "pod annotation koordinator.sh/cpuQOS",
+        ),
+        Some(_) => (0, "pod annotation koordinator.sh/cpuQOS without enable: true"),
+    }
 }
 
 /// Whether BE isolation is on: unless beClass `cpuQOS.enable` is `false`.
@@ -184,14 +211,12 @@ impl BeIsolation {
                 );
             }
             if f.bvt_warp_ns && gi {
-                let bvt = group_identity(slo, qos);
+                let (bvt, source) = pod_group_identity(slo, p);
                 for (dir, what) in pod_and_containers(p) {
                     plan.write(
                         NAME,
                         CgroupWrite::int(dir, Resource::CpuBvtWarpNs, bvt),
-                        format!(
-                            "{qos:?} {what}: cpu.bvt_warp_ns={bvt} (class cpuQOS groupIdentity)"
-                        ),
+                        format!("{qos:?} {what}: cpu.bvt_warp_ns={bvt} ({source})"),
                     );
                 }
             }
@@ -362,6 +387,41 @@ mod tests {
                     || w.write.resource == Resource::CpuBvtWarpNs)
             );
         }
+    }
+
+    #[test]
+    fn ls_pod_annotation() {
+        let s = slo(None, cpu(Some(true), Some(1)));
+        // (annotation, bvt)
+        let table = [
+            (None, 1),
+            (Some("{oops"), 1),
+            (Some(r#"{"enable":true,"groupIdentity":2}"#), 2),
+            (Some(r#"{"enable":true,"groupIdentity":-9}"#), -1),
+            (Some(r#"{"enable":true}"#), 1),
+            (Some(r#"{"groupIdentity":2}"#), 0),
+            (Some(r#"{"enable":false,"groupIdentity":2}"#), 0),
+        ];
+        for (a, bvt) in table {
+            let mut n = node_with(all_features());
+            if let Some(a) = a {
+                n.pods[1].annotations.insert(annotation::CPU_QOS.to_string(), a.to_string());
+            }
+            let plan = run(&BeIsolation, &n, &s);
+            assert_eq!(written(&plan, LS_POD, Resource::CpuBvtWarpNs), int(bvt), "{a:?}");
+            assert_eq!(written(&plan, LS_CTR, Resource::CpuBvtWarpNs), int(bvt), "{a:?}");
+        }
+        // Only LS pods read it.
+        let mut p = pod("db", QoSClass::LSR, vec![]);
+        p.annotations.insert(annotation::CPU_QOS.to_string(), r#"{"enable":false}"#.to_string());
+        let s = NodeSLOSpec {
+            resource_qos_strategy: Some(ResourceQOSStrategy {
+                lsr_class: cpu(Some(true), None),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        assert_eq!(pod_group_identity(&s, &p), (2, "class cpuQOS groupIdentity"));
     }
 
     #[test]
