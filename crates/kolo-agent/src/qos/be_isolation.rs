@@ -1,7 +1,7 @@
 //! `beIsolation`: BE pods get the lowest CPU priority the kernel offers
 //! (spec §6.2 group identity, §6.6 core scheduling's `cpu.idle`).
 //!
-//! For the BE QoS dir and every BE pod, the first mechanism the kernel has:
+//! BE work gets the first of these mechanisms the kernel has:
 //!
 //! 1. `cpu.idle = 1` (mainline SCHED_IDLE groups) on the BE QoS dir only: BE
 //!    tasks only run when no other task wants the CPU. Not on the pods: the
