@@ -330,28 +330,38 @@ pub trait Strategy {
     /// Its name (`cpuSuppress`, `memoryEvict`, ...).
     fn name(&self) -> &'static str;
     /// Adds what it wants done to `plan`. `slo` is the node's NodeSLO spec
-    /// merged over the defaults.
+    /// as written; each strategy applies the reference defaults to the
+    /// fields left unset.
     fn plan(&self, node: &NodeState, slo: &NodeSLOSpec, plan: &mut Plan);
 }
 
-/// Every strategy kolo runs, in order: suppression before eviction (a
-/// suppressed node may not need to evict).
+/// Every strategy kolo runs, in order: isolation and per-pod limits, then
+/// suppression, then eviction (a suppressed node may not need to evict).
 pub fn default_strategies() -> Vec<Box<dyn Strategy>> {
     vec![
+        Box::new(be_isolation::BeIsolation),
+        Box::new(batch_resource::BatchResource),
+        Box::new(cpu_burst::CpuBurst),
+        Box::new(memory_qos::MemoryQos),
         Box::new(cpu_suppress::CpuSuppress),
         Box::new(cpu_evict::CpuEvict),
         Box::new(memory_evict::MemoryEvict),
     ]
 }
 
-pub mod state_file;
-
-#[cfg(test)]
-mod invariants;
-
+pub mod batch_resource;
+pub mod be_isolation;
+pub mod cpu_burst;
 pub mod cpu_evict;
 pub mod cpu_suppress;
 pub mod eviction_order;
 pub mod memory_evict;
+pub mod memory_qos;
+pub mod state_file;
+
+#[cfg(test)]
+mod invariants;
+#[cfg(test)]
+pub(crate) mod testing_a;
 #[cfg(test)]
 pub(crate) mod testing_b;
