@@ -139,6 +139,7 @@ pub struct Agent<S> {
     last_cpu_eviction: Option<Timestamp>,
     last_memory_eviction: Option<Timestamp>,
     node: NodeCollector,
+    fast_node: NodeCollector,
     node_psi: NodePsiReader,
     pod_collector: PodCollector,
     pods: LastGood<S>,
@@ -184,6 +185,7 @@ impl<S: PodSource> Agent<S> {
             last_cpu_eviction: None,
             last_memory_eviction: None,
             node: NodeCollector::new(&config.proc_root, &config.sys_root),
+            fast_node: NodeCollector::new(&config.proc_root, &config.sys_root),
             node_psi: NodePsiReader::new(&config.proc_root),
             pod_collector: PodCollector::new(cgroups),
             pods: LastGood::new(source),
@@ -380,6 +382,31 @@ impl<S: PodSource> Agent<S> {
                 last_memory: self.last_memory_eviction,
             },
         }
+    }
+
+    /// The fast path between rounds: a node CPU reading since the previous
+    /// probe (`/proc/stat` only, ~50 µs). When the node is hot (CPU at or
+    /// above `hot` of its capacity, e.g. the suppression threshold) and CPU
+    /// moved by at least `jump` of the capacity since the last sample the
+    /// strategies saw, the sample becomes the node usage they see and `true`
+    /// is returned:
+    /// the caller re-plans at once instead of waiting for the next round.
+    /// An LS surge shows up here as usage the pods' last samples do not
+    /// explain, i.e. as system usage, which suppression subtracts from the
+    /// BE budget — so BE is throttled within one probe interval.
+    pub fn fast_probe(&mut self, now: Timestamp, jump: f64, hot: f64) -> bool {
+        let Ok(Some(sample)) = self.fast_node.collect(now) else { return false };
+        let capacity =
+            self.allocatable.get(ResourceName::Cpu).unwrap_or(1000).max(1) as f64 / 1000.0;
+        let seen = self.last_node.map_or(0.0, |n| n.cpu_cores);
+        if sample.cpu_cores < hot * capacity || (sample.cpu_cores - seen).abs() < jump * capacity {
+            return false;
+        }
+        self.last_node = Some(NodeSample {
+            memory_bytes: self.last_node.map_or(sample.memory_bytes, |n| n.memory_bytes),
+            ..sample
+        });
+        true
     }
 
     /// Applies a plan's cgroup writes (in a safe order, skipping values

@@ -265,19 +265,44 @@ fn run_ticks(
             last_errors = report.errors;
         }
         if let Some(qos) = qos.as_deref_mut() {
-            qos.round(&mut agent.lock().expect("agent lock"), now);
+            qos.round(&mut agent.lock().expect("agent lock"), now, false);
         }
         n += 1;
         if rounds.is_some_and(|r| n >= r) {
             return;
         }
-        // Sleep to the next multiple of the interval: no drift, no catch-up
-        // storm after a slow round.
+        // Sleep to the next multiple of the interval (no drift, no catch-up
+        // storm after a slow round). With the QoS strategies on, probe node
+        // CPU every 50 ms meanwhile and, when the node is above the
+        // suppression threshold, re-plan at once on a jump of 10 % of the
+        // capacity: an LS surge is answered in about 50-100 ms, not at
+        // the next round.
         let next = interval
             .mul_f64((start.elapsed().as_secs_f64() / interval.as_secs_f64()).floor() + 1.0);
-        std::thread::sleep(next.saturating_sub(start.elapsed()));
+        loop {
+            let left = next.saturating_sub(start.elapsed());
+            if left.is_zero() {
+                break;
+            }
+            let Some(qos) = qos.as_deref_mut() else {
+                std::thread::sleep(left);
+                break;
+            };
+            std::thread::sleep(left.min(FAST_PROBE));
+            let now = Timestamp::now();
+            let mut agent = agent.lock().expect("agent lock");
+            if agent.fast_probe(now, FAST_PROBE_JUMP, qos.hot()) {
+                tracing::debug!("node CPU jumped: re-planning now");
+                qos.round(&mut agent, now, true);
+            }
+        }
     }
 }
+
+/// How often the fast path reads node CPU between rounds.
+const FAST_PROBE: Duration = Duration::from_millis(50);
+/// The node CPU jump (share of capacity) that re-plans at once.
+const FAST_PROBE_JUMP: f64 = 0.1;
 
 /// The QoS strategies in the agent loop: planned every round; applied, or
 /// printed with `--dry-run` whenever the plan changes.
@@ -317,9 +342,28 @@ impl Qos {
         })
     }
 
-    fn round(&mut self, agent: &mut Agent<Source>, now: Timestamp) {
+    /// The node CPU share above which the fast path may act: the
+    /// suppression threshold (65 % by default). Below it there is no LS
+    /// pressure to answer, and node CPU blips (a shell, a compile) must not
+    /// cut BE between rounds.
+    fn hot(&self) -> f64 {
+        let threshold = self.slo.resource_used_threshold_with_be.as_ref();
+        threshold.and_then(|t| t.cpu_suppress_threshold_percent).unwrap_or(65) as f64 / 100.0
+    }
+
+    /// One planning round. A `fast` round (the fast path between rounds)
+    /// only tightens: its pod samples are up to a round old, so it may cut
+    /// the BE quota or cpuset when node CPU jumps, but giving CPU back and
+    /// evicting wait for a full round with fresh pod samples.
+    fn round(&mut self, agent: &mut Agent<Source>, now: Timestamp, fast: bool) {
         let state = agent.node_state(now);
-        let plan = kolo_agent::qos::plan_all(&self.strategies, &state, &self.slo);
+        let mut plan = kolo_agent::qos::plan_all(&self.strategies, &state, &self.slo);
+        if fast {
+            plan.evictions.clear();
+            plan.writes.retain(|w| {
+                w.write.dir == state.be_dir && kolo_agent::qos::tightens(&w.write, &state.be)
+            });
+        }
         let report = kolo_agent::qos::PlanReport::new(&plan, state.version);
         let lines: Vec<String> = report
             .writes

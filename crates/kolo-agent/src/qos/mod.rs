@@ -248,6 +248,22 @@ impl Plan {
     }
 }
 
+/// Whether a write to the BE QoS cgroup takes CPU away from BE compared
+/// with its current values: a lower CFS quota (`-1` is unlimited) or a
+/// strictly smaller cpuset.
+pub fn tightens(write: &CgroupWrite, current: &BeGroupState) -> bool {
+    use crate::cgroup::{Resource, Value};
+    match (write.resource, &write.value) {
+        (Resource::CpuCfsQuota, Value::Int(new)) if *new >= 0 => {
+            current.cfs_quota_us.is_none_or(|cur| cur < 0 || *new < cur)
+        }
+        (Resource::CpusetCpus, Value::Cpuset(new)) => {
+            current.cpuset.as_ref().is_none_or(|cur| new.is_subset(cur) && new.len() < cur.len())
+        }
+        _ => false,
+    }
+}
+
 /// Runs every strategy on a node and collects what they want done.
 pub fn plan_all(strategies: &[Box<dyn Strategy>], node: &NodeState, slo: &NodeSLOSpec) -> Plan {
     let mut plan = Plan::default();
