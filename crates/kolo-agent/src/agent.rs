@@ -145,6 +145,10 @@ pub struct Agent<S> {
     pods: LastGood<S>,
     pod_generation: u64,
     pod_refs: Vec<PodRef>,
+    /// The strategies' view of each pod without usage, rebuilt only when
+    /// the pod list changes (parsing Pod objects every second would cost
+    /// more than the whole collection round).
+    pod_states: Vec<PodState>,
     store: MetricStore,
     predictor: PredictServer,
     policy: CollectPolicy,
@@ -191,6 +195,7 @@ impl<S: PodSource> Agent<S> {
             pods: LastGood::new(source),
             pod_generation: 0,
             pod_refs: Vec::new(),
+            pod_states: Vec::new(),
             store,
             predictor,
             policy,
@@ -294,6 +299,13 @@ impl<S: PodSource> Agent<S> {
         let uids: std::collections::HashSet<&str> =
             self.pod_refs.iter().map(|p| p.uid.as_str()).collect();
         self.store.retain_pods(|uid| uids.contains(uid));
+        let paths = self.cgroups.pod_paths();
+        self.pod_states = self
+            .pods
+            .pods()
+            .iter()
+            .filter_map(|object| PodState::from_pod(object, paths, None, &BTreeMap::new()).ok())
+            .collect();
     }
 
     /// The NodeMetric status as of `now`, from what was collected so far.
@@ -329,23 +341,25 @@ impl<S: PodSource> Agent<S> {
     /// quota, and the kernel's features. Pods whose objects cannot be used
     /// are left out (the collection round already reported them).
     pub fn node_state(&self, now: Timestamp) -> NodeState {
-        let paths = self.cgroups.pod_paths();
-        let be_dir = paths.qos_dir(KubeQoSClass::BestEffort).clone();
-        let usage_of = |uid: &str| self.last_samples.iter().find(|s| s.uid == uid);
+        let be_dir = self.cgroups.pod_paths().qos_dir(KubeQoSClass::BestEffort).clone();
+        let samples: std::collections::HashMap<&str, &PodSample> =
+            self.last_samples.iter().map(|s| (s.uid.as_str(), s)).collect();
         let pods = self
-            .pods
-            .pods()
+            .pod_states
             .iter()
-            .filter_map(|object| {
-                let uid = object.metadata.uid.as_deref().unwrap_or_default();
-                let sample = usage_of(uid);
-                let usage = sample.map(|s| cpu_mem(s.cpu_cores, s.memory_bytes));
-                let containers: BTreeMap<String, CpuMem> = sample
-                    .iter()
-                    .flat_map(|s| &s.containers)
-                    .map(|c| (c.name.clone(), cpu_mem(c.cpu_cores, c.memory_bytes)))
-                    .collect();
-                PodState::from_pod(object, paths, usage, &containers).ok()
+            .map(|p| {
+                let mut p = p.clone();
+                if let Some(s) = samples.get(p.pod.uid.as_str()) {
+                    p.usage = Some(cpu_mem(s.cpu_cores, s.memory_bytes));
+                    for c in &mut p.containers {
+                        c.usage = s
+                            .containers
+                            .iter()
+                            .find(|sc| sc.name == c.name)
+                            .map(|sc| cpu_mem(sc.cpu_cores, sc.memory_bytes));
+                    }
+                }
+                p
             })
             .collect();
         let cpu_milli = self.allocatable.get(ResourceName::Cpu).unwrap_or(0);
