@@ -364,24 +364,8 @@ impl Qos {
                 w.write.dir == state.be_dir && kolo_agent::qos::tightens(&w.write, &state.be)
             });
         }
-        let report = kolo_agent::qos::PlanReport::new(&plan, state.version);
-        let lines: Vec<String> = report
-            .writes
-            .iter()
-            .map(|w| {
-                format!(
-                    "write  {}/{} = {}   [{}] {}",
-                    w.cgroup, w.file, w.value, w.strategy, w.reason
-                )
-            })
-            .chain(
-                report
-                    .evictions
-                    .iter()
-                    .map(|e| format!("evict  {}   [{}] {}", e.pod, e.strategy, e.reason)),
-            )
-            .collect();
         if self.dry_run {
+            let lines = kolo_agent::qos::PlanReport::new(&plan, state.version).lines();
             if lines != self.last {
                 let mut out = std::io::stdout().lock();
                 let _ = writeln!(out, "# plan at {now} (dry run: nothing written)");
@@ -389,6 +373,7 @@ impl Qos {
                     let _ = writeln!(out, "{l}");
                 }
             }
+            self.last = lines;
         } else {
             let applied = agent.apply_writes(&plan);
             for w in applied.changed() {
@@ -410,7 +395,6 @@ impl Qos {
                 }
             }
         }
-        self.last = lines;
     }
 }
 
@@ -610,15 +594,8 @@ fn plan(
             if report.writes.is_empty() && report.evictions.is_empty() {
                 writeln!(out, "nothing to do")?;
             }
-            for w in &report.writes {
-                writeln!(
-                    out,
-                    "write  {}/{} = {}   [{}] {}",
-                    w.cgroup, w.file, w.value, w.strategy, w.reason
-                )?;
-            }
-            for e in &report.evictions {
-                writeln!(out, "evict  {}   [{}] {}", e.pod, e.strategy, e.reason)?;
+            for line in report.lines() {
+                writeln!(out, "{line}")?;
             }
         }
     }

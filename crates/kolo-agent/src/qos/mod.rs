@@ -339,6 +339,19 @@ impl PlanReport {
             .collect();
         PlanReport { writes, evictions }
     }
+
+    /// One line per write and eviction, as `kolo agent plan` and the
+    /// agent's `--dry-run` print them.
+    pub fn lines(&self) -> Vec<String> {
+        let writes = self.writes.iter().map(|w| {
+            format!("write  {}/{} = {}   [{}] {}", w.cgroup, w.file, w.value, w.strategy, w.reason)
+        });
+        let evictions = self
+            .evictions
+            .iter()
+            .map(|e| format!("evict  {}   [{}] {}", e.pod, e.strategy, e.reason));
+        writes.chain(evictions).collect()
+    }
 }
 
 /// A QoS strategy.
