@@ -284,15 +284,30 @@ impl<S: PodSource> Agent<S> {
         }
         self.pod_generation = self.pods.generation();
         self.pod_refs.clear();
+        self.pod_states.clear();
+        let paths = self.cgroups.pod_paths();
         for pod in self.pods.pods() {
-            match PodRef::from_pod(pod) {
-                Ok(p) => self.pod_refs.push(p),
-                Err(e) => report.errors.push(format!(
-                    "pod {}/{}: {e} (skipped)",
+            let key = || {
+                format!(
+                    "{}/{}",
                     pod.metadata.namespace.as_deref().unwrap_or_default(),
                     pod.metadata.name.as_deref().unwrap_or_default()
-                )),
+                )
+            };
+            let pod_ref = match PodRef::from_pod(pod) {
+                Ok(p) => p,
+                Err(e) => {
+                    report.errors.push(format!("pod {}: {e} (skipped)", key()));
+                    continue;
+                }
+            };
+            // The collector still measures a pod the strategies cannot use
+            // (it reports a bad UID itself); the strategies leave it alone.
+            match PodState::with_ref(pod_ref.clone(), pod, paths, None, &BTreeMap::new()) {
+                Ok(state) => self.pod_states.push(state),
+                Err(e) => report.errors.push(format!("pod {}: {e} (no QoS for it)", key())),
             }
+            self.pod_refs.push(pod_ref);
         }
         // Free the series of pods that are gone. (Their predictor models
         // expire after 30 min without samples, as in the reference, so a pod
@@ -300,13 +315,6 @@ impl<S: PodSource> Agent<S> {
         let uids: std::collections::HashSet<&str> =
             self.pod_refs.iter().map(|p| p.uid.as_str()).collect();
         self.store.retain_pods(|uid| uids.contains(uid));
-        let paths = self.cgroups.pod_paths();
-        self.pod_states = self
-            .pods
-            .pods()
-            .iter()
-            .filter_map(|object| PodState::from_pod(object, paths, None, &BTreeMap::new()).ok())
-            .collect();
     }
 
     /// The NodeMetric status as of `now`, from what was collected so far.

@@ -89,8 +89,21 @@ impl PodState {
         usage: Option<CpuMem>,
         container_usage: &BTreeMap<String, CpuMem>,
     ) -> Result<PodState, PodStateError> {
+        let pod = PodRef::from_pod(object)
+            .map_err(|e| PodStateError { field: "spec".into(), message: e.to_string() })?;
+        PodState::with_ref(pod, object, paths, usage, container_usage)
+    }
+
+    /// [`PodState::from_pod`] for a pod whose [`PodRef`] is already built
+    /// from `object` (the agent keeps both and parses each Pod once).
+    pub fn with_ref(
+        pod: PodRef,
+        object: &Pod,
+        paths: &PodPaths,
+        usage: Option<CpuMem>,
+        container_usage: &BTreeMap<String, CpuMem>,
+    ) -> Result<PodState, PodStateError> {
         let bad = |field: &str, message: String| PodStateError { field: field.into(), message };
-        let pod = PodRef::from_pod(object).map_err(|e| bad("spec", e.to_string()))?;
         let dir = paths
             .pod_dir(pod.kube_qos, &pod.uid)
             .map_err(|e| bad("metadata.uid", e.to_string()))?;
