@@ -453,7 +453,7 @@ impl<S: PodSource> Agent<S> {
 
     /// Records that `strategy` evicted at `now` (for its cool-down).
     pub fn note_eviction(&mut self, strategy: &str, now: Timestamp) {
-        if strategy.starts_with("memory") {
+        if strategy == crate::qos::memory_evict::NAME {
             self.last_memory_eviction = Some(now);
         } else {
             self.last_cpu_eviction = Some(now);
@@ -509,23 +509,10 @@ fn due(last: Option<Timestamp>, now: Timestamp, every: Duration) -> bool {
     last.is_none_or(|last| now.duration_since(last).as_secs_f64() >= every.as_secs_f64())
 }
 
-/// The node's capacity from `/proc`: online CPUs (`cpuN` lines of
-/// `/proc/stat`) × 1000 and MemTotal.
+/// The node's capacity from `/proc`: CPUs × 1000 and MemTotal.
 fn node_capacity(proc_root: &std::path::Path) -> Result<ResourceVector, AgentError> {
-    let read = |name: &str| {
-        std::fs::read_to_string(proc_root.join(name))
-            .map_err(|e| AgentError::Capacity(format!("{}: {e}", proc_root.join(name).display())))
-    };
-    let stat = read("stat")?;
-    let cpus = stat
-        .lines()
-        .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
-        .count() as i64;
-    let meminfo = read("meminfo")?;
-    let mem_kib = meminfo
-        .lines()
-        .find_map(|l| l.strip_prefix("MemTotal:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<i64>().ok())
-        .ok_or_else(|| AgentError::Capacity("MemTotal missing from meminfo".into()))?;
-    Ok(ResourceVector::cpu_memory(cpus * 1000, mem_kib * 1024))
+    let (cpus, memory) = crate::collect::node::node_capacity(proc_root)
+        .map_err(|e| AgentError::Capacity(e.to_string()))?;
+    let cpus = i64::try_from(cpus).unwrap_or(i64::MAX).saturating_mul(1000);
+    Ok(ResourceVector::cpu_memory(cpus, i64::try_from(memory).unwrap_or(i64::MAX)))
 }

@@ -163,6 +163,23 @@ fn busy_ticks(fields: &[u8]) -> Option<u64> {
     )
 }
 
+/// The node's capacity from `/proc`: the number of CPUs (`cpuN` lines of
+/// `stat`) and `MemTotal` in bytes, read with the collector's own parsers.
+pub fn node_capacity(proc_root: &Path) -> Result<(usize, u64), NodeCollectError> {
+    let read = |name: &str| {
+        let path = proc_root.join(name);
+        std::fs::read(&path)
+            .map(|text| (text, path.clone()))
+            .map_err(|source| NodeCollectError::Io { path, source })
+    };
+    let (stat, stat_path) = read("stat")?;
+    let mut ticks = Ticks::default();
+    parse_stat(&stat, &stat_path, &mut ticks)?;
+    let (meminfo, meminfo_path) = read("meminfo")?;
+    let memory = parse_meminfo(&meminfo, &meminfo_path)?;
+    Ok((ticks.cpus, memory.total_kib.saturating_mul(1024)))
+}
+
 /// The `cpu` lines of one `/proc/stat` reading.
 #[derive(Debug, Default)]
 struct Ticks {
