@@ -197,6 +197,26 @@ impl TestCgroups {
         rel
     }
 
+    /// Creates pod `n` (UID [`test_uid`]`(n)`) with one container `main`
+    /// (ID [`test_container_id`]`(n)`) and returns its [`PodRef`] — named
+    /// `name`, of QoS class `qos` — and the container's directory, for
+    /// [`TestCgroups::spawn`].
+    pub fn add_single_container_pod(
+        &mut self,
+        n: u64,
+        name: &str,
+        qos: QoSClass,
+        kube_qos: KubeQoSClass,
+    ) -> (PodRef, String) {
+        let (uid, id) = (test_uid(n), test_container_id(n));
+        let pod_rel = self.add_pod(kube_qos, &uid);
+        let rel = self.add_container(&pod_rel, &id);
+        let mut pod = pod_ref(&uid, kube_qos, &[("main".into(), format!("containerd://{id}"))]);
+        pod.name = name.into();
+        pod.qos = qos;
+        (pod, rel)
+    }
+
     /// Creates `pods` burstable pods with `containers` containers each
     /// (no processes) and returns their [`PodRef`]s (for footprint
     /// measurements).

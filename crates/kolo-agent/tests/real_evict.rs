@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{TestCgroups, Workload, pod_ref, skip, test_container_id, test_uid};
+use common::{TestCgroups, Workload, skip, test_container_id, test_uid};
 use kolo_agent::cgroup::{Cgroups, ContainerId};
 use kolo_agent::evict::{Evictor, KillEvictor};
 use kolo_agent::qos::{ContainerState, PodState};
@@ -32,12 +32,9 @@ fn kills_a_be_pods_processes_and_refuses_other_pods() {
     for (n, qos, kube_qos) in
         [(1, QoSClass::BE, KubeQoSClass::BestEffort), (2, QoSClass::LS, KubeQoSClass::Burstable)]
     {
-        let (uid, id) = (test_uid(n), test_container_id(n));
-        let pod_rel = sandbox.add_pod(kube_qos, &uid);
-        let rel = sandbox.add_container(&pod_rel, &id);
+        let (pod, rel) = sandbox.add_single_container_pod(n, "pod", qos, kube_qos);
         let pid = sandbox.spawn(&rel, Workload::Sleep).unwrap();
-        let mut pod = pod_ref(&uid, kube_qos, &[("main".into(), format!("containerd://{id}"))]);
-        pod.qos = qos;
+        let (uid, id) = (test_uid(n), test_container_id(n));
         let dir = cgroups.pod_dir(kube_qos, &uid).unwrap();
         let cdir = cgroups
             .pod_paths()

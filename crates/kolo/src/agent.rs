@@ -476,9 +476,8 @@ fn serve_metrics(addr: SocketAddr, agent: Arc<Mutex<Agent<Source>>>) -> Result<(
 }
 
 fn demo(seconds: u64, out: &mut dyn Write) -> Result<(), BoxError> {
-    use kolo_agent::sandbox::{
-        TestCgroups, Workload, pod_ref, pods_file, test_container_id, test_uid,
-    };
+    use kolo_agent::sandbox::{TestCgroups, Workload, pods_file};
+    use kolo_api::QoSClass;
     use kolo_api::kube_qos::KubeQoSClass;
 
     crate::logging::init(LogFormat::Text);
@@ -490,19 +489,16 @@ fn demo(seconds: u64, out: &mut dyn Write) -> Result<(), BoxError> {
         ("idle", Workload::Sleep),
     ];
     for (n, (name, workload)) in workloads.into_iter().enumerate() {
-        let (uid, id) = (test_uid(n as u64 + 1), test_container_id(n as u64 + 1));
-        let pod_rel = sandbox.add_pod(KubeQoSClass::Burstable, &uid);
-        let rel = sandbox.add_container(&pod_rel, &id);
+        let (p, rel) = sandbox.add_single_container_pod(
+            n as u64 + 1,
+            name,
+            QoSClass::LS,
+            KubeQoSClass::Burstable,
+        );
         if let Err(e) = sandbox.spawn(&rel, workload) {
             // python3 may be missing for the memory holder: run without it.
             writeln!(out, "({name}: {e}; running without it)")?;
         }
-        let mut p = pod_ref(
-            &uid,
-            KubeQoSClass::Burstable,
-            &[("main".into(), format!("containerd://{id}"))],
-        );
-        p.name = name.into();
         refs.push(p);
     }
     let dir = tempfile::tempdir()?;

@@ -7,9 +7,7 @@
 use std::time::{Duration, Instant};
 
 use kolo_agent::cgroup::Subsystem;
-use kolo_agent::sandbox::{
-    TestCgroups, Workload, cpu_time_ns, pod_ref, pods_file, skip, test_container_id, test_uid,
-};
+use kolo_agent::sandbox::{TestCgroups, Workload, cpu_time_ns, pods_file, skip};
 use kolo_api::QoSClass;
 use kolo_api::kube_qos::KubeQoSClass;
 
@@ -44,12 +42,8 @@ fn be_is_throttled_when_ls_surges_and_released_after() {
         (1, QoSClass::BE, KubeQoSClass::BestEffort, "hog"),
         (2, QoSClass::LS, KubeQoSClass::Burstable, "web"),
     ] {
-        let (uid, id) = (test_uid(n), test_container_id(n));
-        let pod_rel = sandbox.add_pod(kube_qos, &uid);
-        rels.push(sandbox.add_container(&pod_rel, &id));
-        let mut p = pod_ref(&uid, kube_qos, &[("main".into(), format!("containerd://{id}"))]);
-        p.qos = qos;
-        p.name = name.into();
+        let (p, rel) = sandbox.add_single_container_pod(n, name, qos, kube_qos);
+        rels.push(rel);
         refs.push(p);
     }
     let hog = sandbox.spawn(&rels[0], Workload::Spin).unwrap();

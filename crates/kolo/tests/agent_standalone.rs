@@ -3,9 +3,8 @@
 //! naming them, and the agent binary run as a user would. Skips loudly
 //! without root or cgroup v1.
 
-use kolo_agent::sandbox::{
-    TestCgroups, Workload, have_python, pod_ref, pods_file, skip, test_container_id, test_uid,
-};
+use kolo_agent::sandbox::{TestCgroups, Workload, have_python, pods_file, skip};
+use kolo_api::QoSClass;
 use kolo_api::kube_qos::KubeQoSClass;
 use serde_json::Value;
 
@@ -31,18 +30,12 @@ fn setup(test: &str) -> Option<Setup> {
         return None;
     }
     let mut refs = Vec::new();
-    for (n, workload) in [(1u64, Workload::Spin), (2, Workload::Memory { mib: 64 })] {
-        let uid = test_uid(n);
-        let id = test_container_id(n);
-        let pod_rel = sandbox.add_pod(KubeQoSClass::Burstable, &uid);
-        let rel = sandbox.add_container(&pod_rel, &id);
+    for (n, name, workload) in
+        [(1, "spinner", Workload::Spin), (2, "holder", Workload::Memory { mib: 64 })]
+    {
+        let (p, rel) =
+            sandbox.add_single_container_pod(n, name, QoSClass::LS, KubeQoSClass::Burstable);
         sandbox.spawn(&rel, workload).expect("workload starts");
-        let mut p = pod_ref(
-            &uid,
-            KubeQoSClass::Burstable,
-            &[("main".into(), format!("containerd://{id}"))],
-        );
-        p.name = if n == 1 { "spinner".into() } else { "holder".into() };
         refs.push(p);
     }
     let dir = tempfile::tempdir().unwrap();
