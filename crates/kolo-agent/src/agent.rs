@@ -18,23 +18,26 @@ use kolo_api::crd::{NodeMetric, NodeMetricSpec, NodeMetricStatus};
 use kolo_core::clock::Timestamp;
 use kolo_core::resources::ResourceVector;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+
+use kolo_api::QoSClass;
 
 use kolo_api::kube_qos::KubeQoSClass;
 use kolo_core::cpuset::CpuSet;
 use kolo_core::resources::ResourceName;
 
-use crate::cgroup::{CgroupDir, CgroupError, Cgroups, LayoutConfig, Resource};
+use crate::cgroup::{CgroupDir, CgroupError, Cgroups, CpuThrottle, LayoutConfig, Resource};
 use crate::collect::node::NodeCollector;
 use crate::collect::pod::PodCollector;
 use crate::collect::psi::NodePsiReader;
+use crate::fast_probe::{FastProbe, SurgeRule};
 use crate::nodemetric::{CollectPolicy, ProdInputs, StatusInputs, build};
 use crate::pod_ref::PodRef;
 use crate::pods::{LastGood, PodSource};
 use crate::predictor::CpuMem;
 use crate::predictor::reclaimable::ReclaimConfig;
 use crate::predictor::{PredictServer, PredictorConfig, checkpoint};
-use crate::qos::{BeGroupState, EvictionHistory, Features, NodeState, PodState};
+use crate::qos::{BeGroupState, CfsState, EvictionHistory, Features, NodeState, PodState};
 use crate::sample::{NodeSample, PodSample};
 use crate::store::{Entity, MetricStore, StoreConfig};
 
@@ -139,8 +142,19 @@ pub struct Agent<S> {
     last_cpu_eviction: Option<Timestamp>,
     last_memory_eviction: Option<Timestamp>,
     node: NodeCollector,
-    /// The fast path's last reading of the root cgroup's CPU time (ns, at).
-    fast_last: Option<(u64, Timestamp)>,
+    /// The fast path's open counters (`None` until first used, or when
+    /// the layout has no CPU accounting files).
+    fast: Option<FastProbe>,
+    /// The BE QoS cgroup's CPU use the last fast-path surge saw (cores):
+    /// until the next round's fresh pod samples, the strategies see the BE
+    /// pods' last samples scaled to it.
+    fast_be_cores: Option<f64>,
+    /// Whether rounds read the CFS state of LS containers with CPU limits
+    /// (see [`Agent::set_collect_cfs`]); on until the caller says otherwise,
+    /// so quotas a previous agent raised are seen and reset.
+    collect_cfs: bool,
+    cfs: BTreeMap<CgroupDir, CfsState>,
+    cfs_throttle: HashMap<CgroupDir, CpuThrottle>,
     node_psi: NodePsiReader,
     pod_collector: PodCollector,
     pods: LastGood<S>,
@@ -190,7 +204,11 @@ impl<S: PodSource> Agent<S> {
             last_cpu_eviction: None,
             last_memory_eviction: None,
             node: NodeCollector::new(&config.proc_root, &config.sys_root),
-            fast_last: None,
+            fast: None,
+            fast_be_cores: None,
+            collect_cfs: true,
+            cfs: BTreeMap::new(),
+            cfs_throttle: HashMap::new(),
             node_psi: NodePsiReader::new(&config.proc_root),
             pod_collector: PodCollector::new(cgroups),
             pods: LastGood::new(source),
@@ -226,6 +244,7 @@ impl<S: PodSource> Agent<S> {
         };
         let pods = self.pod_collector.collect(&self.pod_refs, now);
         report.errors.extend(self.pod_collector.errors().iter().map(ToString::to_string));
+        self.collect_cfs_state();
         if let Some(node) = &node {
             self.store.record_round(node, &pods);
         }
@@ -260,6 +279,7 @@ impl<S: PodSource> Agent<S> {
         if node.is_some() {
             self.last_node = node;
         }
+        self.fast_be_cores = None;
         report.node = node;
         report.pods_measured = pods.len();
         report.pods_known = self.pod_refs.len();
@@ -353,19 +373,26 @@ impl<S: PodSource> Agent<S> {
         let be_dir = self.cgroups.pod_paths().qos_dir(KubeQoSClass::BestEffort).clone();
         let samples: std::collections::HashMap<&str, &PodSample> =
             self.last_samples.iter().map(|s| (s.uid.as_str(), s)).collect();
+        // After a fast-path surge, the BE pods' CPU is what the BE cgroup
+        // used over the last probe interval (their samples are a round old).
+        let be_scale = self.fast_be_cores.map(|now| {
+            let sampled = self.sampled_be_cores();
+            if sampled > 0.0 { now / sampled } else { 1.0 }
+        });
         let pods = self
             .pod_states
             .iter()
             .map(|p| {
                 let mut p = p.clone();
                 if let Some(s) = samples.get(p.pod.uid.as_str()) {
-                    p.usage = Some(cpu_mem(s.cpu_cores, s.memory_bytes));
+                    let scale = if p.is_be() { be_scale.unwrap_or(1.0) } else { 1.0 };
+                    p.usage = Some(cpu_mem(s.cpu_cores * scale, s.memory_bytes));
                     for c in &mut p.containers {
                         c.usage = s
                             .containers
                             .iter()
                             .find(|sc| sc.name == c.name)
-                            .map(|sc| cpu_mem(sc.cpu_cores, sc.memory_bytes));
+                            .map(|sc| cpu_mem(sc.cpu_cores * scale, sc.memory_bytes));
                     }
                 }
                 p
@@ -404,44 +431,119 @@ impl<S: PodSource> Agent<S> {
                 last_cpu: self.last_cpu_eviction,
                 last_memory: self.last_memory_eviction,
             },
+            cfs: self.cfs.clone(),
         }
     }
 
-    /// The fast path between rounds: node CPU since the previous probe,
-    /// from the CPU time of the root cgroup (`cpuacct.usage`, v2
-    /// `cpu.stat`): one small read, about a twentieth of the cost of
-    /// `/proc/stat`, whose interrupt counters the kernel formats on every
-    /// read. (It leaves out interrupt time, which does not matter for
-    /// spotting a surge.) When the node is hot (CPU at or above `hot` of its
-    /// capacity, e.g. the suppression threshold) and CPU moved by at least
-    /// `jump` of the capacity since the last sample the strategies saw, the
-    /// reading becomes the node usage they see and `true` is returned: the
-    /// caller re-plans at once instead of waiting for the next round. An LS
-    /// surge shows up here as usage the pods' last samples do not explain,
-    /// i.e. as system usage, which suppression subtracts from the BE budget
-    /// — so BE is throttled within one probe interval.
-    pub fn fast_probe(&mut self, now: Timestamp, jump: f64, hot: f64) -> bool {
-        let Ok(ns) = self.cgroups.cpu_usage_ns(&CgroupDir::root()) else { return false };
-        let Some((last_ns, last_at)) = self.fast_last.replace((ns, now)) else { return false };
-        let dt = now.duration_since(last_at).as_secs_f64();
-        if dt <= 0.0 || ns < last_ns {
-            return false;
+    /// Turns the collection of [`NodeState::cfs`] on or off (the QoS loop
+    /// asks [`crate::qos::cfs_quota_burst::needs_cfs_state`] each round).
+    /// Off, rounds read nothing more and the state is dropped.
+    pub fn set_collect_cfs(&mut self, on: bool) {
+        self.collect_cfs = on;
+    }
+
+    /// Reads `cpu.cfs_quota_us` and the throttling counters of every
+    /// container with a CPU limit of the pods `cfsQuotaBurst` may scale
+    /// (and the quota of their pods), when collection is on.
+    fn collect_cfs_state(&mut self) {
+        if !self.collect_cfs {
+            self.cfs.clear();
+            self.cfs_throttle.clear();
+            return;
         }
-        let cores = (ns - last_ns) as f64 / 1e9 / dt;
-        let capacity =
-            self.allocatable.get(ResourceName::Cpu).unwrap_or(1000).max(1) as f64 / 1000.0;
-        let seen = self.last_node.map_or(0.0, |n| n.cpu_cores);
-        if cores < hot * capacity || (cores - seen).abs() < jump * capacity {
+        let mut cfs = BTreeMap::new();
+        let mut throttle = HashMap::new();
+        for pod in &self.pod_states {
+            if matches!(pod.pod.qos, QoSClass::LSR | QoSClass::LSE | QoSClass::BE) {
+                continue;
+            }
+            let mut any = false;
+            for c in pod.containers.iter().filter(|c| c.limits.cpu() > 0) {
+                let Some(dir) = &c.dir else { continue };
+                let (Ok(quota), Ok(now)) =
+                    (self.cgroups.cfs_quota_us(dir), self.cgroups.cpu_throttle(dir))
+                else {
+                    continue; // not created yet, or gone: nothing to scale
+                };
+                let ratio = self.cfs_throttle.get(dir).map(|prev| now.ratio_since(prev));
+                throttle.insert(dir.clone(), now);
+                cfs.insert(
+                    dir.clone(),
+                    CfsState { quota_us: quota.unwrap_or(-1), throttled_ratio: ratio },
+                );
+                any = true;
+            }
+            if any && let Ok(quota) = self.cgroups.cfs_quota_us(&pod.dir) {
+                cfs.insert(
+                    pod.dir.clone(),
+                    CfsState { quota_us: quota.unwrap_or(-1), throttled_ratio: None },
+                );
+            }
+        }
+        self.cfs = cfs;
+        self.cfs_throttle = throttle;
+    }
+
+    /// The fast path between rounds (see [`crate::fast_probe`]): reads the
+    /// node's and the BE QoS cgroup's CPU time and, when `rule` sees an LS
+    /// surge the last plan did not, makes the reading what the strategies
+    /// see — node usage from the probe, the BE pods' usage scaled to the BE
+    /// cgroup's — and returns `true`: the caller re-plans at once instead
+    /// of waiting for the next round. The surge then shows up as usage the
+    /// BE pods do not explain, which suppression subtracts from the BE
+    /// budget, so BE is throttled within one probe interval.
+    pub fn fast_probe(&mut self, now: Timestamp, jump: f64, hot: f64) -> bool {
+        if self.fast.is_none() {
+            let be_dir = self.cgroups.pod_paths().qos_dir(KubeQoSClass::BestEffort).clone();
+            match FastProbe::new(&self.cgroups, &be_dir) {
+                Ok(probe) => self.fast = Some(probe),
+                Err(e) => {
+                    tracing::debug!(error = %e, "no fast path");
+                    return false;
+                }
+            }
+        }
+        let probe = self.fast.as_mut().expect("set above");
+        let Ok(Some(reading)) = probe.read(&self.cgroups, now) else { return false };
+        let rule = SurgeRule {
+            capacity_cores: self.allocatable.get(ResourceName::Cpu).unwrap_or(1000).max(1) as f64
+                / 1000.0,
+            hot,
+            jump,
+        };
+        if !rule.is_surge(&reading, self.seen_non_be_cores()) {
             return false;
         }
         let memory = self.last_node.map_or((0, 0), |n| (n.memory_bytes, n.memory_with_cache_bytes));
         self.last_node = Some(NodeSample {
             at: now,
-            cpu_cores: cores,
+            cpu_cores: reading.node_cores,
             memory_bytes: memory.0,
             memory_with_cache_bytes: memory.1,
         });
+        self.fast_be_cores = Some(reading.be_cores);
         true
+    }
+
+    /// Non-BE CPU (cores) in the view the strategies last planned with:
+    /// node usage minus the BE pods' usage.
+    fn seen_non_be_cores(&self) -> f64 {
+        let node = self.last_node.map_or(0.0, |n| n.cpu_cores);
+        let be = self.fast_be_cores.unwrap_or_else(|| self.sampled_be_cores());
+        (node - be).max(0.0)
+    }
+
+    /// The BE pods' CPU in the last round's samples, cores.
+    fn sampled_be_cores(&self) -> f64 {
+        let be: std::collections::HashSet<&str> =
+            self.pod_states.iter().filter(|p| p.is_be()).map(|p| p.pod.uid.as_str()).collect();
+        self.last_samples.iter().filter(|s| be.contains(s.uid.as_str())).map(|s| s.cpu_cores).sum()
+    }
+
+    /// True when the node runs a BE pod: without one there is nothing for
+    /// the fast path to throttle, and the loop need not probe.
+    pub fn has_be_pods(&self) -> bool {
+        self.pod_states.iter().any(PodState::is_be)
     }
 
     /// Applies a plan's cgroup writes (in a safe order, skipping values

@@ -22,6 +22,7 @@ pub mod agent;
 pub mod cgroup;
 pub mod collect;
 pub mod evict;
+pub mod fast_probe;
 pub mod metrics;
 pub mod nodemetric;
 pub mod pod_ref;

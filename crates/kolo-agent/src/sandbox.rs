@@ -34,7 +34,7 @@ use crate::cgroup::{CgroupDriver, CgroupVersion, Layout, LayoutConfig, PodPaths,
 use crate::pod_ref::{ContainerRef, PodRef};
 use kolo_api::kube_qos::KubeQoSClass;
 use kolo_api::{PriorityClass, QoSClass};
-use kolo_core::resources::ResourceVector;
+use kolo_core::resources::{ResourceName, ResourceVector};
 
 /// The real cgroup mount root.
 pub const CGROUP_ROOT: &str = "/sys/fs/cgroup";
@@ -286,6 +286,16 @@ impl TestCgroups {
         }
     }
 
+    /// Kills a process [`TestCgroups::spawn`] started (and reaps it), so
+    /// its cgroup can be removed or another process measured alone.
+    pub fn kill(&mut self, pid: u32) {
+        if let Some(i) = self.children.iter().position(|c| c.id() == pid) {
+            let mut child = self.children.swap_remove(i);
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
     /// Reads a file of the test tree.
     pub fn read(&self, subsystem: Subsystem, rel: &str, file: &str) -> io::Result<String> {
         fs::read_to_string(self.abs(subsystem, rel).join(file)).map(|s| s.trim().to_string())
@@ -482,10 +492,25 @@ pub fn pods_file(pods: &[PodRef]) -> String {
     let items: Vec<serde_json::Value> = pods
         .iter()
         .map(|p| {
+            // The pod's requests go on its first container.
+            let mut requests = serde_json::Map::new();
+            if let Some(cpu) = p.requests.get(ResourceName::Cpu) {
+                requests.insert("cpu".into(), format!("{cpu}m").into());
+            }
+            if let Some(memory) = p.requests.get(ResourceName::Memory) {
+                requests.insert("memory".into(), memory.to_string().into());
+            }
             let containers: Vec<serde_json::Value> = p
                 .containers
                 .iter()
-                .map(|c| serde_json::json!({"name": c.name, "image": "none"}))
+                .enumerate()
+                .map(|(i, c)| {
+                    let mut c = serde_json::json!({"name": c.name, "image": "none"});
+                    if i == 0 && !requests.is_empty() {
+                        c["resources"] = serde_json::json!({"requests": requests});
+                    }
+                    c
+                })
                 .collect();
             let statuses: Vec<serde_json::Value> = p
                 .containers

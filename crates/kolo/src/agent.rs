@@ -272,19 +272,21 @@ fn run_ticks(
             return;
         }
         // Sleep to the next multiple of the interval (no drift, no catch-up
-        // storm after a slow round). With the QoS strategies on, probe node
-        // CPU every 50 ms meanwhile and, when the node is above the
-        // suppression threshold, re-plan at once on a jump of 10 % of the
-        // capacity: an LS surge is answered in about 50-100 ms, not at
-        // the next round.
+        // storm after a slow round). With the QoS strategies on and a BE pod
+        // on the node, probe node and BE CPU every 50 ms meanwhile and,
+        // when the node is above the suppression threshold, re-plan at once
+        // when non-BE CPU jumps by 10 % of the capacity: an LS surge is
+        // answered in about 50-100 ms, not at the next round. Without a BE
+        // pod there is nothing to throttle and the loop just sleeps.
         let next = interval
             .mul_f64((start.elapsed().as_secs_f64() / interval.as_secs_f64()).floor() + 1.0);
+        let probe = qos.is_some() && agent.lock().expect("agent lock").has_be_pods();
         loop {
             let left = next.saturating_sub(start.elapsed());
             if left.is_zero() {
                 break;
             }
-            let Some(qos) = qos.as_deref_mut() else {
+            let Some(qos) = qos.as_deref_mut().filter(|_| probe) else {
                 std::thread::sleep(left);
                 break;
             };
@@ -301,7 +303,7 @@ fn run_ticks(
 
 /// How often the fast path reads node CPU between rounds.
 const FAST_PROBE: Duration = Duration::from_millis(50);
-/// The node CPU jump (share of capacity) that re-plans at once.
+/// The rise of non-BE CPU (share of capacity) that re-plans at once.
 const FAST_PROBE_JUMP: f64 = 0.1;
 
 /// The QoS strategies in the agent loop: planned every round; applied, or
@@ -358,6 +360,10 @@ impl Qos {
     fn round(&mut self, agent: &mut Agent<Source>, now: Timestamp, fast: bool) {
         let state = agent.node_state(now);
         let mut plan = kolo_agent::qos::plan_all(&self.strategies, &state, &self.slo);
+        if !fast {
+            let cfs = kolo_agent::qos::cfs_quota_burst::needs_cfs_state(&state, &self.slo);
+            agent.set_collect_cfs(cfs);
+        }
         if fast {
             plan.evictions.clear();
             plan.writes.retain(|w| {

@@ -122,7 +122,7 @@ fn be_is_throttled_when_ls_surges_and_released_after() {
         assert!(ls > 0.8, "LS gets its core: {ls:.2}");
 
         // LS stops: the quota grows back (10 % of the node per round).
-        std::process::Command::new("kill").arg("-9").arg(web.to_string()).status().unwrap();
+        sandbox.kill(web);
         let released = Instant::now();
         while quota(&sandbox) != -1 && quota(&sandbox) < 100_000 {
             assert!(

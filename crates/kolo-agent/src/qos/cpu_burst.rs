@@ -20,10 +20,10 @@
 //! always hits. kolo caps each container's burst at its quota (limit ×
 //! 100000 / 1000, the value the kubelet writes), i.e. at most 100 %.
 //!
-//! Not implemented yet: the CFS quota burst of `cfsQuotaBurstOnly` / `auto`
-//! (scaling throttled containers' quotas up to `cfsQuotaBurstPercent` while
-//! the share pool is below `sharePoolThresholdPercent`); `auto` only does
-//! the static part here.
+//! The CFS quota burst of `cfsQuotaBurstOnly` / `auto` (scaling throttled
+//! containers' quotas up to `cfsQuotaBurstPercent` while the share pool is
+//! below `sharePoolThresholdPercent`) is its own strategy,
+//! [`super::cfs_quota_burst`].
 
 use kolo_api::QoSClass;
 use kolo_api::crd::{CPUBurstStrategy, NodeSLOSpec};

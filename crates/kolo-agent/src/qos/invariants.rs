@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use kolo_api::crd::{NodeSLOSpec, ResourceThresholdStrategy};
+use kolo_api::crd::{CPUBurstStrategy, NodeSLOSpec, ResourceThresholdStrategy};
 use kolo_api::kube_qos::KubeQoSClass;
 use kolo_api::{PriorityClass, QoSClass};
 use kolo_core::cpuset::CpuSet;
@@ -11,7 +11,7 @@ use kolo_core::resources::{ResourceName, ResourceVector};
 use proptest::prelude::*;
 
 use super::{
-    BeGroupState, ContainerState, EvictionHistory, Features, NodeState, PodState,
+    BeGroupState, CfsState, ContainerState, EvictionHistory, Features, NodeState, PodState,
     default_strategies, plan_all,
 };
 use crate::cgroup::{
@@ -22,6 +22,11 @@ use crate::predictor::CpuMem;
 
 const QOS: [QoSClass; 5] =
     [QoSClass::LSE, QoSClass::LSR, QoSClass::LS, QoSClass::BE, QoSClass::System];
+
+/// The kubelet's CFS quota for a CPU limit (µs per 100 ms).
+fn base_quota(limit_milli: i64) -> i64 {
+    (limit_milli * 100).max(1000)
+}
 
 /// A write that takes CPU or memory away from the cgroup it targets.
 fn throttles(resource: Resource, value: &Value) -> bool {
@@ -36,7 +41,7 @@ fn throttles(resource: Resource, value: &Value) -> bool {
 
 fn node(pods: Vec<(usize, i64, i64, i64)>, usage: i64) -> NodeState {
     let paths = PodPaths::new(CgroupDriver::Cgroupfs, &CgroupDir::root());
-    let pods = pods
+    let pods: Vec<PodState> = pods
         .into_iter()
         .enumerate()
         .map(|(i, (qos, cpu, mem, batch))| {
@@ -92,6 +97,18 @@ fn node(pods: Vec<(usize, i64, i64, i64)>, usage: i64) -> NodeState {
             }
         })
         .collect();
+    // CFS state for `cfsQuotaBurst`: non-BE pods' quotas at 1-4× the
+    // kubelet's and throttled 0-50 % (by index, for variety).
+    let mut cfs = BTreeMap::new();
+    for (i, p) in pods.iter().enumerate().filter(|(_, p): &(usize, &PodState)| !p.is_be()) {
+        let quota = base_quota(p.pod.limits.cpu()) * (1 + i as i64 % 4);
+        let throttled = Some((i % 3) as f64 * 0.25);
+        for c in &p.containers {
+            let dir = c.dir.clone().expect("has a dir");
+            cfs.insert(dir, CfsState { quota_us: quota, throttled_ratio: throttled });
+        }
+        cfs.insert(p.dir.clone(), CfsState { quota_us: quota, throttled_ratio: None });
+    }
     let now: kolo_core::clock::Timestamp = "2026-11-23T10:00:00Z".parse().unwrap();
     NodeState {
         now,
@@ -111,6 +128,7 @@ fn node(pods: Vec<(usize, i64, i64, i64)>, usage: i64) -> NodeState {
             last_cpu: None,
             last_memory: None,
         },
+        cfs,
     }
 }
 
@@ -126,6 +144,10 @@ proptest! {
     ) {
         let node = node(pods, usage);
         let slo = NodeSLOSpec {
+            cpu_burst_strategy: Some(CPUBurstStrategy {
+                policy: Some("auto".into()),
+                ..Default::default()
+            }),
             resource_used_threshold_with_be: Some(ResourceThresholdStrategy {
                 enable: Some(true),
                 cpu_suppress_threshold_percent: Some(threshold),
@@ -147,6 +169,16 @@ proptest! {
             }
             let under_be_dir = w.write.dir.starts_with(&node.be_dir);
             let be_pod = node.pods.iter().any(|p| p.is_be() && w.write.dir.starts_with(&p.dir));
+            // A non-BE quota may come down (cfsQuotaBurst scaling back), but
+            // never below what the kubelet set from the pod's CPU limit.
+            if let (Resource::CpuCfsQuota, Value::Int(q), false) =
+                (w.write.resource, &w.write.value, under_be_dir || be_pod)
+            {
+                let pod = node.pods.iter().find(|p| w.write.dir.starts_with(&p.dir)).expect("a pod's dir");
+                let base = base_quota(pod.pod.limits.cpu());
+                prop_assert!(*q >= base, "{} cuts {} to {q} below its limit's {base}: {}", w.strategy, w.write.dir.as_path().display(), w.reason);
+                continue;
+            }
             prop_assert!(
                 under_be_dir || be_pod,
                 "{} throttles {} ({:?} = {}): {}",

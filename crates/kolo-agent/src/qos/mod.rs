@@ -163,6 +163,17 @@ pub struct BeGroupState {
     pub cfs_quota_us: Option<i64>,
 }
 
+/// A cgroup's CFS quota and how much the kernel throttled it lately (read
+/// by the act side for the containers [`cfs_quota_burst`] may scale).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CfsState {
+    /// `cpu.cfs_quota_us` (`-1`: unlimited).
+    pub quota_us: i64,
+    /// Δ`nr_throttled` / Δ`nr_periods` over the last interval (`None`
+    /// until two readings exist).
+    pub throttled_ratio: Option<f64>,
+}
+
 /// When strategies last evicted (for their cool-downs).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct EvictionHistory {
@@ -206,6 +217,9 @@ pub struct NodeState {
     pub version: CgroupVersion,
     /// Cool-down bookkeeping.
     pub evictions: EvictionHistory,
+    /// CFS state of LS pods and containers with CPU limits, by cgroup
+    /// (empty unless [`cfs_quota_burst::needs_cfs_state`] asked for it).
+    pub cfs: BTreeMap<CgroupDir, CfsState>,
 }
 
 /// A cgroup write and why.
@@ -384,6 +398,7 @@ pub fn default_strategies() -> Vec<Box<dyn Strategy>> {
         Box::new(be_isolation::BeIsolation),
         Box::new(batch_resource::BatchResource),
         Box::new(cpu_burst::CpuBurst),
+        Box::new(cfs_quota_burst::CfsQuotaBurst),
         Box::new(memory_qos::MemoryQos),
         Box::new(cpu_suppress::CpuSuppress),
         Box::new(cpu_evict::CpuEvict),
@@ -393,6 +408,7 @@ pub fn default_strategies() -> Vec<Box<dyn Strategy>> {
 
 pub mod batch_resource;
 pub mod be_isolation;
+pub mod cfs_quota_burst;
 pub mod cpu_burst;
 pub mod cpu_evict;
 pub mod cpu_suppress;

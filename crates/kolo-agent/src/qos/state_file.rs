@@ -19,6 +19,9 @@
 //! - pod: {apiVersion: v1, kind: Pod, metadata: {...}, spec: {...}, status: {...}}
 //!   usage: {cpu: 500m, memory: 1Gi}
 //!   containers: {main: {cpu: 300m, memory: 700Mi}}
+//!   cfs:                                # optional: CFS quotas (cfsQuotaBurst)
+//!     pod: {quotaUs: 200000}
+//!     containers: {main: {quotaUs: 200000, throttledRatio: 0.3}}
 //! nodeSLO: {resourceUsedThresholdWithBE: {enable: true}}   # a NodeSLO spec
 //! ```
 
@@ -32,7 +35,7 @@ use kolo_core::cpuset::CpuSet;
 use kolo_core::resources::{ResourceName, ResourceVector};
 use serde::Deserialize;
 
-use super::{BeGroupState, EvictionHistory, Features, NodeState, PodState};
+use super::{BeGroupState, CfsState, EvictionHistory, Features, NodeState, PodState};
 use crate::cgroup::{CgroupDir, CgroupDriver, CgroupVersion, PodPaths};
 use crate::predictor::CpuMem;
 
@@ -108,6 +111,25 @@ struct PodSection {
     usage: Option<ResourceList>,
     #[serde(default)]
     containers: BTreeMap<String, ResourceList>,
+    #[serde(default)]
+    cfs: Option<PodCfsSection>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct PodCfsSection {
+    #[serde(default)]
+    pod: Option<CfsSection>,
+    #[serde(default)]
+    containers: BTreeMap<String, CfsSection>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct CfsSection {
+    quota_us: i64,
+    #[serde(default)]
+    throttled_ratio: Option<f64>,
 }
 
 /// A parsed state file: the node state and the NodeSLO spec.
@@ -169,8 +191,14 @@ pub fn parse_state(text: &str, now: Timestamp) -> Result<PlanInput, StateFileErr
         },
     };
     let mut pods = Vec::with_capacity(file.pods.len());
+    let mut cfs = BTreeMap::new();
     for (i, section) in file.pods.iter().enumerate() {
-        pods.push(pod_state(&format!("$.pods[{i}]"), section, &paths)?);
+        let at = format!("$.pods[{i}]");
+        let pod = pod_state(&at, section, &paths)?;
+        if let Some(c) = &section.cfs {
+            cfs_state(&at, c, &pod, &mut cfs)?;
+        }
+        pods.push(pod);
     }
     let node = NodeState {
         now,
@@ -190,6 +218,7 @@ pub fn parse_state(text: &str, now: Timestamp) -> Result<PlanInput, StateFileErr
             last_cpu: time("$.node.lastCpuEviction", &n.last_cpu_eviction)?,
             last_memory: time("$.node.lastMemoryEviction", &n.last_memory_eviction)?,
         },
+        cfs,
     };
     Ok(PlanInput { node, slo: file.node_slo.unwrap_or_default() })
 }
@@ -215,6 +244,36 @@ fn pod_state(at: &str, s: &PodSection, paths: &PodPaths) -> Result<PodState, Sta
         return Err(error(format!("{at}.containers.{unknown}"), "no such container in the pod"));
     }
     Ok(pod)
+}
+
+/// A pod's `cfs` section into [`NodeState::cfs`].
+fn cfs_state(
+    at: &str,
+    section: &PodCfsSection,
+    pod: &PodState,
+    cfs: &mut BTreeMap<CgroupDir, CfsState>,
+) -> Result<(), StateFileError> {
+    let state =
+        |c: &CfsSection| CfsState { quota_us: c.quota_us, throttled_ratio: c.throttled_ratio };
+    if let Some(p) = &section.pod {
+        cfs.insert(pod.dir.clone(), state(p));
+    }
+    for (name, c) in &section.containers {
+        let at = format!("{at}.cfs.containers.{name}");
+        let container = pod
+            .containers
+            .iter()
+            .find(|k| &k.name == name)
+            .ok_or_else(|| error(&at, "no such container in the pod"))?;
+        let dir = container.dir.clone().ok_or_else(|| {
+            error(&at, "the container has no containerID in the pod's status (no cgroup)")
+        })?;
+        if c.throttled_ratio.is_some_and(|r| !(0.0..=1.0).contains(&r)) {
+            return Err(error(format!("{at}.throttledRatio"), "must be within 0..=1"));
+        }
+        cfs.insert(dir, state(c));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -279,6 +338,20 @@ nodeSLO: {resourceUsedThresholdWithBE: {enable: true}}
         assert_eq!(c.dir.as_ref().unwrap().as_path().file_name().unwrap(), "abc123");
         assert_eq!(c.usage, Some(CpuMem::new(3000, 3 << 30)));
         assert_eq!(input.slo.resource_used_threshold_with_be.unwrap().enable, Some(true));
+        assert!(n.cfs.is_empty(), "no cfs sections");
+    }
+
+    #[test]
+    fn reads_cfs_state() {
+        let text = STATE.replace(
+            "nodeSLO:",
+            "  cfs: {pod: {quotaUs: 400000}, containers: {main: {quotaUs: 200000, throttledRatio: 0.25}}}\nnodeSLO:",
+        );
+        let n = parse_state(&text, now()).unwrap().node;
+        let p = &n.pods[0];
+        assert_eq!(n.cfs[&p.dir], CfsState { quota_us: 400_000, throttled_ratio: None });
+        let c = p.containers[0].dir.as_ref().unwrap();
+        assert_eq!(n.cfs[c], CfsState { quota_us: 200_000, throttled_ratio: Some(0.25) });
     }
 
     #[test]
@@ -306,6 +379,20 @@ nodeSLO: {resourceUsedThresholdWithBE: {enable: true}}
                 "$.pods[0].pod.metadata.uid",
             ),
             (STATE.replace("nodeSLO:", "nodeSlo:"), "$"),
+            (
+                STATE.replace(
+                    "nodeSLO:",
+                    "  cfs: {containers: {sidecar: {quotaUs: 1000}}}\nnodeSLO:",
+                ),
+                "$.pods[0].cfs.containers.sidecar",
+            ),
+            (
+                STATE.replace(
+                    "nodeSLO:",
+                    "  cfs: {containers: {main: {quotaUs: 1000, throttledRatio: 2}}}\nnodeSLO:",
+                ),
+                "$.pods[0].cfs.containers.main.throttledRatio",
+            ),
         ];
         for (text, path) in cases {
             let err = parse_state(&text, now()).unwrap_err();

@@ -36,6 +36,7 @@ pub(crate) fn node() -> NodeState {
         features: Features::default(),
         version: CgroupVersion::V2,
         evictions: EvictionHistory::default(),
+        cfs: Default::default(),
     }
 }
 

@@ -45,6 +45,7 @@ pub(crate) fn node(cpu_milli: i64, memory: i64) -> NodeState {
         features: Features::default(),
         version: CgroupVersion::V1,
         evictions: EvictionHistory { started: Some(ts(0)), ..Default::default() },
+        cfs: Default::default(),
     }
 }
 

@@ -1,0 +1,186 @@
+//! The fast path between collection rounds: two small reads that tell
+//! whether LS pressure jumped since the strategies last planned, so that
+//! CPU suppression answers an LS surge within one probe interval instead
+//! of at the next round.
+//!
+//! Each probe reads the CPU time of the root cgroup (the whole node) and of
+//! the BE QoS cgroup (`cpuacct.usage`, v2 `cpu.stat`), both kept open and
+//! re-read with `pread` (opening a cgroup file costs more than reading it).
+//! Node − BE is the CPU used by everything that is not BE: LS pods and the
+//! system. That is what suppression subtracts from the BE budget, so it is
+//! what the probe watches.
+//!
+//! Why not node CPU alone (the first version): when BE already fills the
+//! node, an LS surge hardly moves node CPU — LS takes the CPU from BE
+//! (`cpu.idle`), and the node stays at 100 %. The BE cgroup's own CPU time
+//! shows the shift at once.
+//!
+//! Why not a PSI trigger on `/proc/pressure/cpu`: under co-location BE
+//! tasks are always waiting for CPU, so node CPU pressure is always above
+//! any useful threshold and the trigger fires once per window (≥ 500 ms)
+//! whatever LS does; per-cgroup pressure files need cgroup v2 with the cpu
+//! controller, which this kind of node (v1) does not have.
+
+use crate::cgroup::reader::{self, OpenFile};
+use crate::cgroup::{CgroupDir, CgroupError, Cgroups, ReadBuf, Resource};
+use kolo_core::clock::Timestamp;
+
+/// One probe's CPU readings, converted to cores over the time since the
+/// previous probe.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ProbeReading {
+    /// When the probe ran.
+    pub at: Timestamp,
+    /// CPU used by the whole node, cores.
+    pub node_cores: f64,
+    /// CPU used by the BE QoS cgroup (all BE pods), cores.
+    pub be_cores: f64,
+}
+
+impl ProbeReading {
+    /// CPU used by everything that is not BE (LS pods and the system).
+    pub fn non_be_cores(&self) -> f64 {
+        (self.node_cores - self.be_cores).max(0.0)
+    }
+}
+
+/// When the fast path re-plans.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SurgeRule {
+    /// The node's CPU capacity, cores.
+    pub capacity_cores: f64,
+    /// Node CPU share at or above which the fast path may act (the
+    /// suppression threshold): below it there is no LS pressure to
+    /// answer, and blips (a shell, a compile) must not cut BE between
+    /// rounds.
+    pub hot: f64,
+    /// The rise of non-BE CPU, as a share of the capacity, that re-plans.
+    pub jump: f64,
+}
+
+impl SurgeRule {
+    /// True when `now` shows an LS surge the last plan did not see:
+    /// the node is hot and non-BE CPU rose by at least `jump` of the
+    /// capacity over `seen_non_be_cores` (what the strategies last used).
+    /// Falls do not count: the fast path only tightens, and giving CPU
+    /// back waits for a full round with fresh pod samples.
+    pub fn is_surge(&self, now: &ProbeReading, seen_non_be_cores: f64) -> bool {
+        now.node_cores >= self.hot * self.capacity_cores
+            && now.non_be_cores() - seen_non_be_cores >= self.jump * self.capacity_cores
+    }
+}
+
+/// The probe's open files and last counters.
+#[derive(Debug)]
+pub struct FastProbe {
+    node: OpenFile,
+    be: OpenFile,
+    buf: ReadBuf,
+    last: Option<(u64, u64, Timestamp)>,
+}
+
+impl FastProbe {
+    /// A probe of the root cgroup and the BE QoS cgroup `be_dir`.
+    pub fn new(cgroups: &Cgroups, be_dir: &CgroupDir) -> Result<FastProbe, CgroupError> {
+        Ok(FastProbe {
+            node: OpenFile::new(cgroups.read_path(&CgroupDir::root(), Resource::CpuacctUsage)?),
+            be: OpenFile::new(cgroups.read_path(be_dir, Resource::CpuacctUsage)?),
+            buf: ReadBuf::new(),
+            last: None,
+        })
+    }
+
+    /// Reads both counters. The first call (and a call after a counter
+    /// went backwards, i.e. a cgroup was recreated) only sets the
+    /// baseline and returns `None`.
+    pub fn read(
+        &mut self,
+        cgroups: &Cgroups,
+        now: Timestamp,
+    ) -> Result<Option<ProbeReading>, CgroupError> {
+        let version = cgroups.version();
+        let parse = |text: &str| reader::parse_cpu_usage(version, text);
+        let node_ns = self.buf.parse_open(&mut self.node, true, parse)?;
+        let be_ns = self.buf.parse_open(&mut self.be, true, parse)?;
+        let Some((last_node, last_be, last_at)) = self.last.replace((node_ns, be_ns, now)) else {
+            return Ok(None);
+        };
+        let dt = now.duration_since(last_at).as_secs_f64();
+        if dt <= 0.0 || node_ns < last_node || be_ns < last_be {
+            return Ok(None);
+        }
+        let cores = |ns: u64, last: u64| (ns - last) as f64 / 1e9 / dt;
+        Ok(Some(ProbeReading {
+            at: now,
+            node_cores: cores(node_ns, last_node),
+            be_cores: cores(be_ns, last_be),
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reading(node: f64, be: f64) -> ProbeReading {
+        ProbeReading { at: Timestamp::UNIX_EPOCH, node_cores: node, be_cores: be }
+    }
+
+    #[test]
+    fn surge_rule_table() {
+        // 2 cores, hot at 65 %, jump 10 % (0.2 cores).
+        let rule = SurgeRule { capacity_cores: 2.0, hot: 0.65, jump: 0.1 };
+        for (node, be, seen, surge, why) in [
+            // BE fills the node; LS takes a core from it: node CPU does
+            // not move, non-BE CPU rises by 1 core.
+            (2.0, 1.0, 0.05, true, "LS took a core from BE at 100 % node CPU"),
+            (2.0, 1.9, 0.05, false, "non-BE unchanged at 100 % node CPU"),
+            (1.0, 0.0, 0.1, false, "cold node: non-BE rose but the node is below 65 %"),
+            (1.3, 0.0, 0.1, true, "exactly hot (65 % of 2 cores) and a 1.2-core rise"),
+            (1.6, 1.0, 0.45, false, "a 0.15-core rise is under the 0.2-core jump"),
+            (1.6, 1.0, 0.4, true, "a 0.2-core rise is the jump"),
+            (2.0, 0.5, 1.9, false, "non-BE fell: falls wait for a full round"),
+        ] {
+            assert_eq!(rule.is_surge(&reading(node, be), seen), surge, "{why}");
+        }
+    }
+
+    #[test]
+    fn non_be_never_negative() {
+        // The two counters are read a few µs apart: BE may look a hair
+        // above the node.
+        assert_eq!(reading(1.0, 1.0001).non_be_cores(), 0.0);
+        assert!((reading(2.0, 0.5).non_be_cores() - 1.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn probe_reads_counters_from_a_cgroupfs_tree() {
+        use crate::cgroup::CgroupDriver;
+        use crate::cgroup::tree_tests::Tree;
+        let tree = Tree::v1(CgroupDriver::Cgroupfs);
+        let cpuacct = tree.root().join("cpuacct");
+        std::fs::create_dir_all(cpuacct.join("kubepods/besteffort")).unwrap();
+        let write = |node: u64, be: u64| {
+            std::fs::write(cpuacct.join("cpuacct.usage"), format!("{node}\n")).unwrap();
+            std::fs::write(cpuacct.join("kubepods/besteffort/cpuacct.usage"), format!("{be}\n"))
+                .unwrap();
+        };
+        write(1_000_000_000, 0);
+        let cgroups = tree.cgroups();
+        let be_dir =
+            cgroups.pod_paths().qos_dir(kolo_api::kube_qos::KubeQoSClass::BestEffort).clone();
+        let mut probe = FastProbe::new(&cgroups, &be_dir).unwrap();
+        let t0 = Timestamp::from_second(100).unwrap();
+        assert_eq!(probe.read(&cgroups, t0).unwrap(), None, "the first read is the baseline");
+        // 100 ms later: the node used 0.2 s of CPU (2 cores), BE 0.05 s.
+        write(1_200_000_000, 50_000_000);
+        let t1 = t0 + std::time::Duration::from_millis(100);
+        let r = probe.read(&cgroups, t1).unwrap().unwrap();
+        assert!((r.node_cores - 2.0).abs() < 1e-9, "{r:?}");
+        assert!((r.be_cores - 0.5).abs() < 1e-9, "{r:?}");
+        // The BE cgroup was recreated (its counter restarted): baseline again.
+        write(1_300_000_000, 10);
+        let t2 = t1 + std::time::Duration::from_millis(100);
+        assert_eq!(probe.read(&cgroups, t2).unwrap(), None);
+    }
+}

@@ -1,0 +1,114 @@
+//! `kolo bench agent-overhead`: builds a kubepods tree of N pods × M
+//! containers as real cgroups, starts `kolo agent --standalone --dry-run`
+//! on it as a separate process, lets it warm up, then reads the process's
+//! CPU time and peak RSS from `/proc` over the measured window.
+
+use std::process::Command as Process;
+use std::time::{Duration, Instant};
+
+use kolo_agent::sandbox::{TestCgroups, Workload, pods_file};
+use serde::Serialize;
+
+use super::{BoxError, spawn_agent};
+
+/// The result of `agent-overhead`.
+#[derive(Debug, Serialize)]
+pub(super) struct AgentOverhead {
+    pub pods: usize,
+    pub containers_per_pod: usize,
+    pub cgroups: usize,
+    pub interval_ms: u64,
+    pub measured_seconds: f64,
+    pub cpu_ms_per_second: f64,
+    pub cpu_percent_of_a_core: f64,
+    pub peak_rss_mib: f64,
+    pub rss_mib_at_end: f64,
+}
+
+/// Runs the measurement (see the module docs).
+pub(super) fn measure(
+    pods: usize,
+    containers: usize,
+    seconds: u64,
+    warmup: u64,
+    interval_ms: u64,
+) -> Result<AgentOverhead, BoxError> {
+    let mut sandbox = TestCgroups::new()
+        .map_err(|reason| format!("agent-overhead needs real cgroups: {reason}"))?;
+    let refs = sandbox.populate(pods, containers);
+    // A sleeping process in each pod's first container, so the cgroups
+    // have tasks and memory charged like real ones.
+    for p in &refs {
+        if let Some(c) = p.containers.first().and_then(|c| c.id.as_deref()) {
+            let id = c.rsplit("://").next().unwrap_or(c);
+            let dir = sandbox.pod_rel(p.kube_qos, &p.uid);
+            sandbox.spawn(&format!("{dir}/{id}"), Workload::Sleep)?;
+        }
+    }
+    let dir = tempfile::tempdir()?;
+    let pods_path = dir.path().join("pods.json");
+    std::fs::write(&pods_path, pods_file(&refs))?;
+    let log = std::fs::File::create(dir.path().join("agent.log"))?;
+    let interval = interval_ms.to_string();
+    let mut child =
+        spawn_agent(&sandbox, &pods_path, &["--dry-run", "--interval-ms", &interval], log)?;
+    let pid = child.id();
+    std::thread::sleep(Duration::from_secs(warmup));
+    let cpu_start = process_cpu_seconds(pid)?;
+    let wall_start = Instant::now();
+    std::thread::sleep(Duration::from_secs(seconds));
+    let cpu_end = process_cpu_seconds(pid)?;
+    let measured = wall_start.elapsed().as_secs_f64();
+    let (peak_kib, rss_kib) = process_rss_kib(pid)?;
+    let _ = child.kill();
+    let _ = child.wait();
+    let cpu_ms_per_second = (cpu_end - cpu_start) * 1000.0 / measured;
+    Ok(AgentOverhead {
+        pods,
+        containers_per_pod: containers,
+        cgroups: pods * (containers + 1),
+        interval_ms,
+        measured_seconds: measured,
+        cpu_ms_per_second,
+        cpu_percent_of_a_core: cpu_ms_per_second / 10.0,
+        peak_rss_mib: peak_kib as f64 / 1024.0,
+        rss_mib_at_end: rss_kib as f64 / 1024.0,
+    })
+}
+
+/// User + system CPU time of a process (all threads), seconds.
+fn process_cpu_seconds(pid: u32) -> Result<f64, BoxError> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map_err(|e| format!("the agent (pid {pid}) is gone: {e}"))?;
+    // Fields after the `(comm)`, which may contain spaces.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).ok_or("malformed /proc/pid/stat")?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the whole line: 12 and 13
+    // after the state field, which is the first after `)`.
+    let ticks = fields[11].parse::<u64>()? + fields[12].parse::<u64>()?;
+    Ok(ticks as f64 / clock_ticks_per_second() as f64)
+}
+
+/// `getconf CLK_TCK` (100 on Linux unless the kernel says otherwise).
+fn clock_ticks_per_second() -> u64 {
+    Process::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(100)
+}
+
+/// Peak (VmHWM) and current (VmRSS) resident set size, KiB.
+fn process_rss_kib(pid: u32) -> Result<(u64, u64), BoxError> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    Ok((field("VmHWM:"), field("VmRSS:")))
+}

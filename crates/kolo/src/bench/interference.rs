@@ -1,0 +1,517 @@
+//! `kolo bench interference`: does kolo keep an LS service's latency flat
+//! next to BE CPU hogs, and how much CPU does BE still get?
+//!
+//! Every run builds a fresh kubepods tree as real cgroups with two pods,
+//! labelled as they would be in a cluster:
+//!
+//! * `ls-server` — Burstable, `koordinator.sh/qosClass: LS`, requests one
+//!   CPU: the [`RequestLoop`] (requests at a steady rate, each a fixed
+//!   amount of CPU work; default 200/s × 2 ms = 40 % of a core) runs in a
+//!   thread of this process moved into the pod's container cgroup;
+//! * `be-hogs` — BestEffort, `koordinator.sh/qosClass: BE`: one busy loop
+//!   per CPU.
+//!
+//! The kubelet's CPU shares are written as the kubelet would write them
+//! (`kubepods` = node CPUs × 1024, `burstable` and the LS pod 1024,
+//! `besteffort` and the BE pod 2). Runs, all of the same length:
+//!
+//! 1. **LS alone** — no hogs;
+//! 2. **Kubernetes defaults** — the hogs with the shares above, nothing else;
+//! 3. **kolo** — the hogs and `kolo agent --standalone` with a NodeSLO that
+//!    turns on CFS-quota suppression at the given threshold (one run per
+//!    `--thresholds` value); BE isolation (`cpu.idle`) is on by kolo's
+//!    default. The measurement starts once the agent has put both in place.
+//!
+//! For each: LS latency percentiles (open-loop: arrival to completion), and
+//! the CPU the LS and BE cgroups used over the measured window (their
+//! `cpuacct.usage`). After the first kolo run, with its agent still there,
+//! the LS pod surges (a busy loop in its container) `--surges` times; the
+//! reaction time is from starting the busy loop to the BE QoS cgroup's
+//! `cpu.cfs_quota_us` dropping by at least half a core.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+use kolo_agent::cgroup::Subsystem;
+use kolo_agent::collect::node::NodeCollector;
+use kolo_agent::sandbox::{CONTROLLERS, TestCgroups, Workload, pods_file};
+use kolo_api::QoSClass;
+use kolo_api::kube_qos::KubeQoSClass;
+use kolo_core::clock::Timestamp;
+use kolo_core::resources::ResourceVector;
+use serde::Serialize;
+
+use super::request_loop::{self, Percentiles, RequestLoop};
+use super::{BoxError, spawn_agent};
+
+/// Options of `kolo bench interference`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Measured seconds per run.
+    #[arg(long, default_value_t = 20)]
+    pub seconds: u64,
+    /// Seconds of requests before each run's measurement starts (not
+    /// counted).
+    #[arg(long, default_value_t = 2)]
+    pub warmup: u64,
+    /// LS requests per second.
+    #[arg(long, default_value_t = 200.0)]
+    pub rate: f64,
+    /// CPU work per LS request, microseconds (calibrated on this machine
+    /// before the runs). Rate × work is the LS load: 200/s × 2000 µs is
+    /// 40 % of a core.
+    #[arg(long, default_value_t = 2000)]
+    pub work_us: u64,
+    /// `cpuSuppressThresholdPercent` of the kolo runs, one run per value
+    /// (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = "90")]
+    pub thresholds: Vec<i64>,
+    /// Seconds the kolo runs wait after the agent has put isolation in
+    /// place, for the suppression quota to settle (it grows by 10 % of the
+    /// node per round).
+    #[arg(long, default_value_t = 10)]
+    pub settle: u64,
+    /// LS surges for the reaction-time measurement (0: none).
+    #[arg(long, default_value_t = 5)]
+    pub surges: u32,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = crate::OutputFormat::Text)]
+    pub output: crate::OutputFormat,
+}
+
+/// What the agent does in a run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Setup {
+    Alone,
+    KubeDefaults,
+    Kolo { threshold: i64 },
+}
+
+impl Setup {
+    fn name(self) -> String {
+        match self {
+            Setup::Alone => "LS alone".into(),
+            Setup::KubeDefaults => "LS + BE, Kubernetes defaults".into(),
+            Setup::Kolo { threshold } => format!("LS + BE, kolo agent (threshold {threshold} %)"),
+        }
+    }
+}
+
+/// One run's figures.
+#[derive(Debug, Serialize)]
+struct Run {
+    name: String,
+    latency: Percentiles,
+    /// CPU the LS pod used, cores.
+    ls_cores: f64,
+    /// CPU the BE pod used, cores (0 in the LS-alone run).
+    be_cores: f64,
+    /// CPU the LS pod left idle: node CPUs − LS cores.
+    left_by_ls_cores: f64,
+    /// BE cores / CPU left by LS, percent.
+    be_share_of_left_percent: f64,
+    /// p99 against the LS-alone run's, percent (0 for that run).
+    p99_vs_alone_percent: f64,
+}
+
+/// Surge-to-suppression times.
+#[derive(Debug, Serialize)]
+struct Reaction {
+    /// Each surge's reaction, milliseconds.
+    ms: Vec<f64>,
+    median_ms: f64,
+    max_ms: f64,
+    /// Each surge's release: from the busy loop's end to the quota being
+    /// back within 0.1 core of where it was, seconds.
+    released_s: Vec<f64>,
+}
+
+/// The whole benchmark's result.
+#[derive(Debug, Serialize)]
+struct Report {
+    cpus: usize,
+    rate_per_second: f64,
+    work_us: u64,
+    ls_load_cores: f64,
+    measured_seconds: u64,
+    /// CPU in use on the machine in the second before the runs, cores.
+    busy_before_cores: f64,
+    runs: Vec<Run>,
+    reaction: Option<Reaction>,
+}
+
+/// Runs the benchmark and prints its report.
+pub fn run(args: &Args, out: &mut dyn Write) -> Result<(), BoxError> {
+    if args.rate <= 0.0 || args.work_us == 0 || args.seconds == 0 {
+        return Err("--rate, --work-us and --seconds must be positive".into());
+    }
+    if let Some(t) = args.thresholds.iter().find(|t| !(1..=100).contains(*t)) {
+        return Err(format!("--thresholds: {t} is not a percentage in 1..=100").into());
+    }
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let busy = busy_cores()?;
+    if busy > 0.05 * cpus as f64 {
+        eprintln!(
+            "kolo bench interference: WARNING: the machine is not idle ({busy:.2} cores in use before the runs); \
+             the agent counts that load as system usage and the figures will be off"
+        );
+    }
+    let iterations = request_loop::calibrate(Duration::from_micros(args.work_us));
+    let lp = RequestLoop { rate: args.rate, iterations };
+    let mut setups = vec![Setup::Alone, Setup::KubeDefaults];
+    setups.extend(args.thresholds.iter().map(|&threshold| Setup::Kolo { threshold }));
+    let mut runs: Vec<Run> = Vec::new();
+    let mut reaction = None;
+    for setup in setups {
+        eprintln!("kolo bench interference: {} ...", setup.name());
+        let surges = match setup {
+            Setup::Kolo { .. } if reaction.is_none() => args.surges,
+            _ => 0,
+        };
+        let (mut run, r) = one_run(setup, &lp, args, cpus, surges)?;
+        if let Some(alone) = runs.first() {
+            run.p99_vs_alone_percent = (run.latency.p99_us / alone.latency.p99_us - 1.0) * 100.0;
+        }
+        reaction = reaction.or(r);
+        runs.push(run);
+    }
+    let report = Report {
+        cpus,
+        rate_per_second: args.rate,
+        work_us: args.work_us,
+        ls_load_cores: args.rate * args.work_us as f64 / 1e6,
+        measured_seconds: args.seconds,
+        busy_before_cores: busy,
+        runs,
+        reaction,
+    };
+    match args.output {
+        crate::OutputFormat::Json => {
+            serde_json::to_writer_pretty(&mut *out, &report)?;
+            writeln!(out)?;
+        }
+        crate::OutputFormat::Text => print_text(&report, out)?,
+    }
+    Ok(())
+}
+
+/// The machine's CPU use over one second, cores.
+fn busy_cores() -> Result<f64, BoxError> {
+    let mut node = NodeCollector::new(Path::new("/proc"), Path::new("/sys"));
+    node.collect(Timestamp::now())?;
+    std::thread::sleep(Duration::from_secs(1));
+    let sample = node.collect(Timestamp::now())?.ok_or("no second /proc/stat sample")?;
+    Ok(sample.cpu_cores)
+}
+
+/// The pods' cgroups of one run.
+struct Tree {
+    sandbox: TestCgroups,
+    ls_rel: String,
+    be_rel: String,
+    pods: String,
+}
+
+/// Builds the tree with the kubelet's shares.
+fn build_tree(cpus: usize) -> Result<Tree, BoxError> {
+    let mut sandbox = TestCgroups::new()
+        .map_err(|reason| format!("interference needs real cgroups: {reason}"))?;
+    let (mut ls, ls_rel) =
+        sandbox.add_single_container_pod(1, "ls-server", QoSClass::LS, KubeQoSClass::Burstable);
+    ls.requests = ResourceVector::cpu_memory(1000, 256 << 20);
+    let (be, be_rel) =
+        sandbox.add_single_container_pod(2, "be-hogs", QoSClass::BE, KubeQoSClass::BestEffort);
+    let parent = |rel: &str| rel.rsplit_once('/').map_or(String::new(), |(p, _)| p.to_string());
+    // What the kubelet writes: shares from CPU requests (1 CPU = 1024),
+    // 2 for BestEffort.
+    for (rel, shares) in [
+        ("kubepods".to_string(), (cpus * 1024).to_string()),
+        ("kubepods/burstable".into(), "1024".into()),
+        (parent(&ls_rel), "1024".into()),
+        (ls_rel.clone(), "1024".into()),
+        ("kubepods/besteffort".into(), "2".into()),
+        (parent(&be_rel), "2".into()),
+        (be_rel.clone(), "2".into()),
+    ] {
+        sandbox
+            .write(Subsystem::Cpu, &rel, "cpu.shares", &shares)
+            .map_err(|e| format!("{rel}/cpu.shares: {e}"))?;
+    }
+    let pods = pods_file(&[ls, be]);
+    Ok(Tree { sandbox, ls_rel, be_rel, pods })
+}
+
+/// A cgroup's CPU time, ns.
+fn usage_ns(sandbox: &TestCgroups, rel: &str) -> Result<u64, BoxError> {
+    let text = sandbox
+        .read(Subsystem::Cpuacct, rel, "cpuacct.usage")
+        .map_err(|e| format!("{rel}/cpuacct.usage: {e}"))?;
+    Ok(text.parse().map_err(|e| format!("{rel}/cpuacct.usage: {text:?}: {e}"))?)
+}
+
+/// The BE QoS cgroup's CFS quota in cores (`None`: unlimited).
+fn be_quota_cores(sandbox: &TestCgroups) -> Result<Option<f64>, BoxError> {
+    let text = sandbox.read(Subsystem::Cpu, "kubepods/besteffort", "cpu.cfs_quota_us")?;
+    let quota: i64 = text.parse().map_err(|e| format!("cpu.cfs_quota_us {text:?}: {e}"))?;
+    let period: i64 =
+        sandbox.read(Subsystem::Cpu, "kubepods/besteffort", "cpu.cfs_period_us")?.parse()?;
+    Ok((quota > 0).then(|| quota as f64 / period as f64))
+}
+
+fn one_run(
+    setup: Setup,
+    lp: &RequestLoop,
+    args: &Args,
+    cpus: usize,
+    surges: u32,
+) -> Result<(Run, Option<Reaction>), BoxError> {
+    let mut tree = build_tree(cpus)?;
+    if setup != Setup::Alone {
+        for _ in 0..cpus {
+            tree.sandbox.spawn(&tree.be_rel, Workload::Spin)?;
+        }
+    }
+    let dir = tempfile::tempdir()?;
+    let mut agent: Option<Child> = None;
+    let result = (|| {
+        if let Setup::Kolo { threshold } = setup {
+            let pods = dir.path().join("pods.json");
+            std::fs::write(&pods, &tree.pods)?;
+            let slo = dir.path().join("nodeslo.yaml");
+            std::fs::write(&slo, node_slo(threshold))?;
+            let log = std::fs::File::create(dir.path().join("agent.log"))?;
+            let slo = slo.to_str().ok_or("temp path is not UTF-8")?.to_string();
+            agent = Some(spawn_agent(&tree.sandbox, &pods, &["--node-slo", &slo], log)?);
+            wait_for_isolation(&tree.sandbox, Duration::from_secs(args.settle))?;
+        }
+        let run = measure(setup, lp, args, cpus, &tree)?;
+        let reaction = if surges > 0 { Some(surge_reactions(&mut tree, surges)?) } else { None };
+        Ok::<_, BoxError>((run, reaction))
+    })();
+    if let Some(mut agent) = agent {
+        let _ = agent.kill();
+        let _ = agent.wait();
+    }
+    result.map_err(|e| {
+        let log = std::fs::read_to_string(dir.path().join("agent.log")).unwrap_or_default();
+        let tail: Vec<&str> = log.lines().rev().take(20).collect();
+        if tail.is_empty() {
+            e
+        } else {
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            format!("{e}\nlast lines of the agent's log:\n{}", tail.join("\n")).into()
+        }
+    })
+}
+
+/// The NodeSLO of the kolo runs: CFS-quota suppression at `threshold`;
+/// everything else (BE isolation with `cpu.idle` included) kolo's default.
+fn node_slo(threshold: i64) -> String {
+    format!(
+        "resourceUsedThresholdWithBE:\n  enable: true\n  cpuSuppressPolicy: cfsQuota\n  cpuSuppressThresholdPercent: {threshold}\n"
+    )
+}
+
+/// Waits until the agent has put BE isolation (`cpu.idle`, where the
+/// kernel has it) and suppression (a CFS quota) on the BE QoS cgroup, and
+/// a few rounds more for the quota to settle.
+fn wait_for_isolation(sandbox: &TestCgroups, settle: Duration) -> Result<(), BoxError> {
+    let start = Instant::now();
+    loop {
+        let idle = match sandbox.read(Subsystem::Cpu, "kubepods/besteffort", "cpu.idle") {
+            Ok(v) => v == "1",
+            Err(_) => true, // no cpu.idle on this kernel: shares only
+        };
+        if idle && be_quota_cores(sandbox)?.is_some() {
+            break;
+        }
+        if start.elapsed() > Duration::from_secs(20) {
+            return Err(
+                "the agent did not set cpu.idle and a CFS quota on the BE QoS cgroup within 20 s"
+                    .into(),
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The quota starts low (the first rounds have no pod samples) and
+    // grows by 10 % of the node per round.
+    std::thread::sleep(settle);
+    Ok(())
+}
+
+/// One run's measurement: the request loop in the LS container, the LS and
+/// BE cgroups' CPU over the measured window.
+fn measure(
+    setup: Setup,
+    lp: &RequestLoop,
+    args: &Args,
+    cpus: usize,
+    tree: &Tree,
+) -> Result<Run, BoxError> {
+    let dirs: Vec<PathBuf> =
+        CONTROLLERS.iter().map(|s| tree.sandbox.abs(*s, &tree.ls_rel)).collect();
+    let (ls_rel, be_rel) = (tree.ls_rel.clone(), tree.be_rel.clone());
+    let sandbox = &tree.sandbox;
+    let (warmup, seconds) = (Duration::from_secs(args.warmup), Duration::from_secs(args.seconds));
+    let (latencies, marks) = std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                request_loop::enter_cgroup(&dirs)?;
+                let mut marks = Vec::new();
+                let latencies = lp.run(warmup, seconds, |_| {
+                    marks.push((
+                        Instant::now(),
+                        usage_ns(sandbox, &ls_rel),
+                        usage_ns(sandbox, &be_rel),
+                    ));
+                });
+                Ok::<_, BoxError>((latencies, marks))
+            })
+            .join()
+            .map_err(|_| -> BoxError { "the request loop panicked".into() })?
+    })?;
+    let [(t0, ls0, be0), (t1, ls1, be1)] =
+        <[_; 2]>::try_from(marks).map_err(|_| "the request loop did not mark its window")?;
+    let secs = t1.duration_since(t0).as_secs_f64();
+    let cores = |a: u64, b: u64| b.saturating_sub(a) as f64 / 1e9 / secs;
+    let ls_cores = cores(ls0?, ls1?);
+    let be_cores = if setup == Setup::Alone { 0.0 } else { cores(be0?, be1?) };
+    let left = cpus as f64 - ls_cores;
+    Ok(Run {
+        name: setup.name(),
+        latency: Percentiles::of(&latencies).ok_or("no request was measured")?,
+        ls_cores,
+        be_cores,
+        left_by_ls_cores: left,
+        be_share_of_left_percent: if left > 0.0 { be_cores / left * 100.0 } else { 0.0 },
+        p99_vs_alone_percent: 0.0,
+    })
+}
+
+/// LS surges with the agent running: a busy loop starts in the LS
+/// container; the time until the BE quota drops by half a core is the
+/// reaction. The busy loop then stops and the quota must come back.
+fn surge_reactions(tree: &mut Tree, surges: u32) -> Result<Reaction, BoxError> {
+    let mut ms = Vec::new();
+    let mut released_s = Vec::new();
+    for n in 0..surges {
+        let before = settled_quota(&tree.sandbox)?;
+        let start = Instant::now();
+        let spinner = tree.sandbox.spawn(&tree.ls_rel, Workload::Spin)?;
+        let reacted = loop {
+            if be_quota_cores(&tree.sandbox)?.is_some_and(|q| q <= before - 0.5) {
+                break Some(start.elapsed());
+            }
+            if start.elapsed() > Duration::from_secs(5) {
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        tree.sandbox.kill(spinner);
+        let reacted = reacted.ok_or_else(|| {
+            format!("surge {}: the BE quota did not drop from {before:.2} cores within 5 s", n + 1)
+        })?;
+        ms.push(reacted.as_secs_f64() * 1000.0);
+        let stopped = Instant::now();
+        loop {
+            if be_quota_cores(&tree.sandbox)?.is_none_or(|q| q >= before - 0.1) {
+                released_s.push(stopped.elapsed().as_secs_f64());
+                break;
+            }
+            if stopped.elapsed() > Duration::from_secs(30) {
+                return Err(
+                    format!("surge {}: the BE quota did not come back within 30 s", n + 1).into()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let mut sorted = ms.clone();
+    sorted.sort_by(f64::total_cmp);
+    Ok(Reaction {
+        median_ms: sorted[sorted.len() / 2],
+        max_ms: sorted[sorted.len() - 1],
+        ms,
+        released_s,
+    })
+}
+
+/// The BE quota once it has not moved for two agent rounds (cores;
+/// unlimited counts as every CPU).
+fn settled_quota(sandbox: &TestCgroups) -> Result<f64, BoxError> {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let start = Instant::now();
+    let mut last = be_quota_cores(sandbox)?.unwrap_or(cpus);
+    let mut since = Instant::now();
+    loop {
+        std::thread::sleep(Duration::from_millis(100));
+        let now = be_quota_cores(sandbox)?.unwrap_or(cpus);
+        if (now - last).abs() > 1e-9 {
+            last = now;
+            since = Instant::now();
+        } else if since.elapsed() >= Duration::from_millis(2100) {
+            return Ok(now);
+        }
+        if start.elapsed() > Duration::from_secs(60) {
+            return Err("the BE quota did not settle within 60 s".into());
+        }
+    }
+}
+
+fn print_text(r: &Report, out: &mut dyn Write) -> Result<(), BoxError> {
+    writeln!(
+        out,
+        "LS request loop: {:.0} requests/s × {} µs of CPU ({:.0} % of a core), {} s measured per run, {} CPUs",
+        r.rate_per_second,
+        r.work_us,
+        r.ls_load_cores * 100.0,
+        r.measured_seconds,
+        r.cpus
+    )?;
+    writeln!(
+        out,
+        "{:<38} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>12}",
+        "run", "p50", "p99", "p99.9", "max", "p99 Δ", "LS CPU", "BE CPU", "BE of idle"
+    )?;
+    for run in &r.runs {
+        let ms = |us: f64| format!("{:.2} ms", us / 1000.0);
+        let delta = if run.name == r.runs[0].name {
+            "-".to_string()
+        } else {
+            format!("{:+.1} %", run.p99_vs_alone_percent)
+        };
+        let be_share = if run.be_cores > 0.0 {
+            format!("{:.0} %", run.be_share_of_left_percent)
+        } else {
+            "-".into()
+        };
+        writeln!(
+            out,
+            "{:<38} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8.2} {:>8.2} {:>12}",
+            run.name,
+            ms(run.latency.p50_us),
+            ms(run.latency.p99_us),
+            ms(run.latency.p999_us),
+            ms(run.latency.max_us),
+            delta,
+            run.ls_cores,
+            run.be_cores,
+            be_share
+        )?;
+    }
+    if let Some(re) = &r.reaction {
+        let list: Vec<String> = re.ms.iter().map(|m| format!("{m:.0}")).collect();
+        let released: Vec<String> = re.released_s.iter().map(|s| format!("{s:.1}")).collect();
+        writeln!(
+            out,
+            "LS surge → BE quota cut by ≥ 0.5 core: {} ms (median {:.0} ms, max {:.0} ms); released after {} s",
+            list.join(", "),
+            re.median_ms,
+            re.max_ms,
+            released.join(", ")
+        )?;
+    }
+    Ok(())
+}
