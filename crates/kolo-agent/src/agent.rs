@@ -37,9 +37,11 @@ use crate::pods::{LastGood, PodSource};
 use crate::predictor::CpuMem;
 use crate::predictor::reclaimable::ReclaimConfig;
 use crate::predictor::{PredictServer, PredictorConfig, checkpoint};
-use crate::qos::{BeGroupState, CfsState, EvictionHistory, Features, NodeState, PodState};
+use crate::qos::{
+    BeGroupState, BeUsageWindow, CfsState, EvictionHistory, Features, NodeState, PodState,
+};
 use crate::sample::{NodeSample, PodSample};
-use crate::store::{Entity, MetricStore, StoreConfig};
+use crate::store::{Entity, Metric, MetricStore, StoreConfig};
 
 /// How often PSI is read (the reference's PSI collector interval).
 const PSI_INTERVAL: Duration = Duration::from_secs(10);
@@ -154,6 +156,8 @@ pub struct Agent<S> {
     /// so quotas a previous agent raised are seen and reset.
     collect_cfs: bool,
     cfs: BTreeMap<CgroupDir, CfsState>,
+    /// The window of [`BeUsageWindow`] (`None`: not collected).
+    be_window: Option<Duration>,
     cfs_throttle: HashMap<CgroupDir, CpuThrottle>,
     node_psi: NodePsiReader,
     pod_collector: PodCollector,
@@ -208,6 +212,7 @@ impl<S: PodSource> Agent<S> {
             fast_be_cores: None,
             collect_cfs: true,
             cfs: BTreeMap::new(),
+            be_window: None,
             cfs_throttle: HashMap::new(),
             node_psi: NodePsiReader::new(&config.proc_root),
             pod_collector: PodCollector::new(cgroups),
@@ -432,6 +437,7 @@ impl<S: PodSource> Agent<S> {
                 last_memory: self.last_memory_eviction,
             },
             cfs: self.cfs.clone(),
+            be_usage_window: self.be_usage_window(now),
         }
     }
 
@@ -440,6 +446,35 @@ impl<S: PodSource> Agent<S> {
     /// Off, rounds read nothing more and the state is dropped.
     pub fn set_collect_cfs(&mut self, on: bool) {
         self.collect_cfs = on;
+    }
+
+    /// Sets the window over which [`NodeState::be_usage_window`] averages
+    /// the BE pods' CPU (`cpuEvictTimeWindowSeconds`; `None`: not needed).
+    pub fn set_be_usage_window(&mut self, window: Option<Duration>) {
+        self.be_window = window;
+    }
+
+    /// The BE pods' CPU averaged over the configured window, from the
+    /// store (which keeps pod series for 300 s: longer windows see at most
+    /// that).
+    fn be_usage_window(&self, now: Timestamp) -> Option<BeUsageWindow> {
+        let window = self.be_window?;
+        let start = now.checked_sub(window).unwrap_or(Timestamp::MIN);
+        let mut avg = 0.0;
+        let mut covered: Option<Duration> = None;
+        for p in self.pod_states.iter().filter(|p| p.is_be() && !p.pod.terminated) {
+            let Some(w) = self.store.window(Entity::Pod(&p.pod.uid), Metric::Cpu, start, now)
+            else {
+                continue;
+            };
+            avg += w.avg();
+            covered = Some(covered.map_or(w.time_range(), |c| c.min(w.time_range())));
+        }
+        Some(BeUsageWindow {
+            window,
+            avg_milli: (avg * 1000.0).round() as i64,
+            covered: covered.unwrap_or_default(),
+        })
     }
 
     /// Reads `cpu.cfs_quota_us` and the throttling counters of every

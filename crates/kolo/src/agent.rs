@@ -363,6 +363,11 @@ impl Qos {
         if !fast {
             let cfs = kolo_agent::qos::cfs_quota_burst::needs_cfs_state(&state, &self.slo);
             agent.set_collect_cfs(cfs);
+            let threshold = self.slo.resource_used_threshold_with_be.as_ref();
+            let window = threshold.and_then(|t| t.cpu_evict_time_window_seconds);
+            agent.set_be_usage_window(
+                window.filter(|s| *s > 1).map(|s| Duration::from_secs(s.unsigned_abs())),
+            );
         }
         if fast {
             plan.evictions.clear();

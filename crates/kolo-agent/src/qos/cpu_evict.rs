@@ -3,10 +3,13 @@
 //! limit is low because LS pods need the CPUs) and use what they get,
 //! evict BE pods until the rest is satisfied again.
 //!
-//! Inputs, all milli-cores, from the `last` values in [`NodeState`] (the
-//! reference averages over `cpuEvictTimeWindowSeconds` and takes the
-//! smaller of the window and the `last` release; kolo has only `last`
-//! values here, so it is the `last`-value form):
+//! Inputs, all milli-cores, from the `last` values in [`NodeState`]; with
+//! `cpuEvictTimeWindowSeconds` set, BE usage must also be high enough on
+//! average over that window ([`NodeState::be_usage_window`], samples
+//! covering at least a third of it), so one busy second does not evict.
+//! (The reference averages R and L over the window too and takes the
+//! smaller release; kolo takes R and L as they are now — the release only
+//! depends on them, and a quota suppression just cut is what BE has now.)
 //!
 //! * U = Σ BE pod usage; R = Σ BE pod `batch-cpu` requests;
 //! * L (real limit) = |BE cpuset| × 1000 (the BE dir's cpuset, else all BE
@@ -145,6 +148,37 @@ pub fn order(a: &PodState, b: &PodState) -> Ordering {
         .then_with(|| a.pod.key().cmp(&b.pod.key()))
 }
 
+/// Whether BE usage is high over `cpuEvictTimeWindowSeconds` too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sustained {
+    /// No window configured (or one of a second or less): the last values
+    /// decide alone, as in the reference.
+    NoWindow,
+    /// Configured, but the samples cover less than a third of it (the
+    /// agent just started, or the pods are new): no eviction yet.
+    Short,
+    /// Configured, but the state has no average for this window.
+    No,
+    /// The window's average, milli-cores, to be checked like the last value.
+    Yes(i64),
+}
+
+/// Classifies the window (see [`Sustained`]).
+pub fn sustained(node: &NodeState, window_seconds: Option<i64>) -> Sustained {
+    let Some(seconds) = window_seconds.filter(|s| *s > 1) else { return Sustained::NoWindow };
+    let window = Duration::from_secs(seconds.unsigned_abs());
+    match node.be_usage_window {
+        Some(w) if w.window == window => {
+            if w.covered * 3 < window {
+                Sustained::Short
+            } else {
+                Sustained::Yes(w.avg_milli)
+            }
+        }
+        _ => Sustained::No,
+    }
+}
+
 /// The satisfaction bounds if they are valid: lower ∈ (0, 60], upper ∈
 /// (0, 100), upper ≥ lower.
 pub fn bounds(lower: Option<i64>, upper: Option<i64>) -> Option<(i64, i64)> {
@@ -176,6 +210,16 @@ impl Strategy for CpuEvict {
         if !usage_high_enough(be, usage_threshold) {
             return;
         }
+        let windowed = match sustained(node, t.cpu_evict_time_window_seconds) {
+            Sustained::NoWindow => String::new(),
+            Sustained::Short | Sustained::No => return,
+            Sustained::Yes(avg) => {
+                if !usage_high_enough(BeCpu { usage: avg, ..be }, usage_threshold) {
+                    return;
+                }
+                format!(", {avg}m on average over the window")
+            }
+        };
         let need = release(be.request, be.limit, lower, upper);
         if need <= 0 {
             return;
@@ -191,7 +235,7 @@ impl Strategy for CpuEvict {
                 NAME,
                 p.pod,
                 format!(
-                    "BE CPU satisfaction {satisfaction}% (limit {}m / request {}m, usage {}m) <= {lower}%: \
+                    "BE CPU satisfaction {satisfaction}% (limit {}m / request {}m, usage {}m{windowed}) <= {lower}%: \
                      release {need}m batch-cpu request to reach {upper}%; pod requests {}m (round total {released}m)",
                     be.limit, be.request, be.usage, p.released
                 ),
@@ -304,6 +348,52 @@ mod tests {
         assert_eq!(
             (alloc(None), alloc(Some(0)), alloc(Some(-3)), alloc(Some(7_000))),
             (-1, 1, -1, 7_000)
+        );
+    }
+
+    #[test]
+    fn a_configured_window_needs_sustained_usage() {
+        use crate::qos::BeUsageWindow;
+        let window = |avg_milli, covered| BeUsageWindow {
+            window: Duration::from_secs(60),
+            avg_milli,
+            covered: Duration::from_secs(covered),
+        };
+        let t =
+            ResourceThresholdStrategy { cpu_evict_time_window_seconds: Some(60), ..configured() };
+        // Last usage 4000m of a 4000m limit (90 % threshold: 3600m).
+        // (window average, seconds covered, evicts)
+        for (avg, covered, evicts) in [
+            (3_800, 60, true),  // sustained
+            (3_600, 20, true),  // exactly the threshold, a third of the window
+            (3_000, 60, false), // one busy second in a quiet minute
+            (3_800, 19, false), // too little history yet
+        ] {
+            let mut n = squeezed();
+            n.be_usage_window = Some(window(avg, covered));
+            assert_eq!(!run(&n, t.clone()).is_empty(), evicts, "avg {avg}m over {covered} s");
+        }
+        // Window configured but no average for it: no eviction.
+        let mut n = squeezed();
+        assert!(run(&n, t.clone()).is_empty());
+        n.be_usage_window =
+            Some(BeUsageWindow { window: Duration::from_secs(30), ..window(3_800, 60) });
+        assert!(run(&n, t).is_empty(), "an average over another window does not count");
+        // A window of 1 s is the last value: no average needed.
+        let one =
+            ResourceThresholdStrategy { cpu_evict_time_window_seconds: Some(1), ..configured() };
+        assert_eq!(run(&squeezed(), one).len(), 2);
+        // The reason names the average.
+        let mut n = squeezed();
+        n.be_usage_window = Some(window(3_800, 60));
+        let mut plan = Plan::default();
+        let t =
+            ResourceThresholdStrategy { cpu_evict_time_window_seconds: Some(60), ..configured() };
+        CpuEvict.plan(&n, &slo(t), &mut plan);
+        assert!(
+            plan.evictions[0].reason.contains("usage 4000m, 3800m on average over the window"),
+            "{}",
+            plan.evictions[0].reason
         );
     }
 

@@ -129,6 +129,7 @@ fn node(pods: Vec<(usize, i64, i64, i64)>, usage: i64) -> NodeState {
             last_memory: None,
         },
         cfs,
+        be_usage_window: None,
     }
 }
 

@@ -174,6 +174,19 @@ pub struct CfsState {
     pub throttled_ratio: Option<f64>,
 }
 
+/// The BE pods' CPU use averaged over a window (for `cpuEvict` with
+/// `cpuEvictTimeWindowSeconds`), from the agent's metric store.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BeUsageWindow {
+    /// The window asked for.
+    pub window: std::time::Duration,
+    /// Σ over BE pods of their average CPU use in the window, milli-cores.
+    pub avg_milli: i64,
+    /// The time the samples span (the shortest over the BE pods): the
+    /// average only counts when it covers a third of the window.
+    pub covered: std::time::Duration,
+}
+
 /// When strategies last evicted (for their cool-downs).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct EvictionHistory {
@@ -220,6 +233,8 @@ pub struct NodeState {
     /// CFS state of LS pods and containers with CPU limits, by cgroup
     /// (empty unless [`cfs_quota_burst::needs_cfs_state`] asked for it).
     pub cfs: BTreeMap<CgroupDir, CfsState>,
+    /// BE CPU over `cpuEvictTimeWindowSeconds`, when that is configured.
+    pub be_usage_window: Option<BeUsageWindow>,
 }
 
 /// A cgroup write and why.

@@ -15,6 +15,7 @@
 //!   cgroupDriver: cgroupfs              # cgroupfs (default) or systemd
 //!   features: {cpuIdle: true, cfsBurst: true}
 //!   be: {cpuset: "0-15", cfsQuotaUs: -1} # the BE QoS cgroup now
+//!   beUsageWindow: {seconds: 60, cpu: 3800m, coveredSeconds: 60}  # optional: cpuEvict's window
 //! pods:
 //! - pod: {apiVersion: v1, kind: Pod, metadata: {...}, spec: {...}, status: {...}}
 //!   usage: {cpu: 500m, memory: 1Gi}
@@ -35,7 +36,9 @@ use kolo_core::cpuset::CpuSet;
 use kolo_core::resources::{ResourceName, ResourceVector};
 use serde::Deserialize;
 
-use super::{BeGroupState, CfsState, EvictionHistory, Features, NodeState, PodState};
+use super::{
+    BeGroupState, BeUsageWindow, CfsState, EvictionHistory, Features, NodeState, PodState,
+};
 use crate::cgroup::{CgroupDir, CgroupDriver, CgroupVersion, PodPaths};
 use crate::predictor::CpuMem;
 
@@ -92,6 +95,16 @@ struct NodeSection {
     last_cpu_eviction: Option<String>,
     #[serde(default)]
     last_memory_eviction: Option<String>,
+    #[serde(default)]
+    be_usage_window: Option<BeUsageWindowSection>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct BeUsageWindowSection {
+    seconds: u64,
+    cpu: KubeQuantity,
+    covered_seconds: u64,
 }
 
 #[derive(Debug, Deserialize)]
@@ -190,6 +203,17 @@ pub fn parse_state(text: &str, now: Timestamp) -> Result<PlanInput, StateFileErr
             cfs_quota_us: b.cfs_quota_us,
         },
     };
+    let be_usage_window = match &n.be_usage_window {
+        None => None,
+        Some(w) => {
+            let cpu = ResourceList::from([("cpu".to_string(), w.cpu.clone())]);
+            Some(BeUsageWindow {
+                window: std::time::Duration::from_secs(w.seconds),
+                avg_milli: cpu_mem("$.node.beUsageWindow.cpu", &cpu)?.cpu_milli,
+                covered: std::time::Duration::from_secs(w.covered_seconds),
+            })
+        }
+    };
     let mut pods = Vec::with_capacity(file.pods.len());
     let mut cfs = BTreeMap::new();
     for (i, section) in file.pods.iter().enumerate() {
@@ -219,6 +243,7 @@ pub fn parse_state(text: &str, now: Timestamp) -> Result<PlanInput, StateFileErr
             last_memory: time("$.node.lastMemoryEviction", &n.last_memory_eviction)?,
         },
         cfs,
+        be_usage_window,
     };
     Ok(PlanInput { node, slo: file.node_slo.unwrap_or_default() })
 }
@@ -339,6 +364,29 @@ nodeSLO: {resourceUsedThresholdWithBE: {enable: true}}
         assert_eq!(c.usage, Some(CpuMem::new(3000, 3 << 30)));
         assert_eq!(input.slo.resource_used_threshold_with_be.unwrap().enable, Some(true));
         assert!(n.cfs.is_empty(), "no cfs sections");
+    }
+
+    #[test]
+    fn reads_the_be_usage_window() {
+        let text = STATE.replace(
+            "  features: {cpuIdle: true}",
+            "  features: {cpuIdle: true}\n  beUsageWindow: {seconds: 60, cpu: 3800m, coveredSeconds: 45}",
+        );
+        let n = parse_state(&text, now()).unwrap().node;
+        assert_eq!(
+            n.be_usage_window,
+            Some(BeUsageWindow {
+                window: std::time::Duration::from_secs(60),
+                avg_milli: 3800,
+                covered: std::time::Duration::from_secs(45),
+            })
+        );
+        let bad = STATE.replace(
+            "  features: {cpuIdle: true}",
+            "  features: {cpuIdle: true}\n  beUsageWindow: {seconds: 60, cpu: lots, coveredSeconds: 45}",
+        );
+        let err = parse_state(&bad, now()).unwrap_err();
+        assert!(err.path.starts_with("$.node.beUsageWindow"), "{err}");
     }
 
     #[test]

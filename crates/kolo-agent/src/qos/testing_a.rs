@@ -37,6 +37,7 @@ pub(crate) fn node() -> NodeState {
         version: CgroupVersion::V2,
         evictions: EvictionHistory::default(),
         cfs: Default::default(),
+        be_usage_window: None,
     }
 }
 

@@ -46,6 +46,7 @@ pub(crate) fn node(cpu_milli: i64, memory: i64) -> NodeState {
         version: CgroupVersion::V1,
         evictions: EvictionHistory { started: Some(ts(0)), ..Default::default() },
         cfs: Default::default(),
+        be_usage_window: None,
     }
 }
 

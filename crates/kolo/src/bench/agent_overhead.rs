@@ -15,6 +15,7 @@ use super::{BoxError, spawn_agent};
 #[derive(Debug, Serialize)]
 pub(super) struct AgentOverhead {
     pub pods: usize,
+    pub be_pods: usize,
     pub containers_per_pod: usize,
     pub cgroups: usize,
     pub interval_ms: u64,
@@ -25,17 +26,29 @@ pub(super) struct AgentOverhead {
     pub rss_mib_at_end: f64,
 }
 
+/// The node's pods.
+pub(super) struct Shape {
+    /// Pods.
+    pub pods: usize,
+    /// Containers per pod.
+    pub containers: usize,
+    /// How many of the pods are labelled BE.
+    pub be_pods: usize,
+}
+
 /// Runs the measurement (see the module docs).
 pub(super) fn measure(
-    pods: usize,
-    containers: usize,
+    Shape { pods, containers, be_pods }: Shape,
     seconds: u64,
     warmup: u64,
     interval_ms: u64,
 ) -> Result<AgentOverhead, BoxError> {
     let mut sandbox = TestCgroups::new()
         .map_err(|reason| format!("agent-overhead needs real cgroups: {reason}"))?;
-    let refs = sandbox.populate(pods, containers);
+    let mut refs = sandbox.populate(pods, containers);
+    for p in refs.iter_mut().take(be_pods) {
+        p.qos = kolo_api::QoSClass::BE;
+    }
     // A sleeping process in each pod's first container, so the cgroups
     // have tasks and memory charged like real ones.
     for p in &refs {
@@ -65,6 +78,7 @@ pub(super) fn measure(
     let cpu_ms_per_second = (cpu_end - cpu_start) * 1000.0 / measured;
     Ok(AgentOverhead {
         pods,
+        be_pods: be_pods.min(pods),
         containers_per_pod: containers,
         cgroups: pods * (containers + 1),
         interval_ms,

@@ -34,6 +34,11 @@ pub enum Command {
         /// Containers per pod.
         #[arg(long, default_value_t = 2)]
         containers: usize,
+        /// How many of the pods are labelled BE (`koordinator.sh/qosClass:
+        /// BE`): with a BE pod on the node the QoS loop's fast path probes
+        /// CPU between rounds, so a node with BE pods is the costlier case.
+        #[arg(long, default_value_t = 15)]
+        be_pods: usize,
         /// Measured window, seconds (after the warm-up).
         #[arg(long, default_value_t = 60)]
         seconds: u64,
@@ -57,8 +62,21 @@ pub enum Command {
 /// Runs `kolo bench ...`.
 pub fn run(command: Command, out: &mut dyn Write) -> Result<(), BoxError> {
     match command {
-        Command::AgentOverhead { pods, containers, seconds, warmup, interval_ms, output } => {
-            let result = agent_overhead::measure(pods, containers, seconds, warmup, interval_ms)?;
+        Command::AgentOverhead {
+            pods,
+            containers,
+            be_pods,
+            seconds,
+            warmup,
+            interval_ms,
+            output,
+        } => {
+            let result = agent_overhead::measure(
+                agent_overhead::Shape { pods, containers, be_pods },
+                seconds,
+                warmup,
+                interval_ms,
+            )?;
             match output {
                 crate::OutputFormat::Json => {
                     serde_json::to_writer_pretty(&mut *out, &result)?;
@@ -67,8 +85,9 @@ pub fn run(command: Command, out: &mut dyn Write) -> Result<(), BoxError> {
                 crate::OutputFormat::Text => {
                     writeln!(
                         out,
-                        "agent footprint: {} pods × {} containers ({} cgroups), {} ms interval, {:.0} s measured",
+                        "agent footprint: {} pods ({} BE) × {} containers ({} cgroups), {} ms interval, {:.0} s measured",
                         result.pods,
+                        result.be_pods,
                         result.containers_per_pod,
                         result.cgroups,
                         result.interval_ms,
