@@ -5,10 +5,12 @@
 
 mod agent;
 mod bench;
+mod cluster;
 mod crds;
 mod inspect;
 mod logging;
 mod manager;
+mod manager_run;
 mod noderesource;
 mod nodeslo;
 mod schedule;

@@ -1,0 +1,1 @@
+//! The node agent's cluster side (to be written).
