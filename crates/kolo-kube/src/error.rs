@@ -36,6 +36,12 @@ pub enum KubeError {
         /// `namespace/name` of the Lease.
         lease: String,
     },
+    /// The scheduling thread could not start.
+    #[error("starting the scheduling thread: {source}")]
+    Thread {
+        /// The I/O error.
+        source: std::io::Error,
+    },
     /// The scheduler configuration was refused.
     #[error("scheduler configuration: {0}")]
     SchedulerConfig(#[from] kolo_scheduler::config::ConfigError),

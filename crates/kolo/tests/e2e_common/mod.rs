@@ -166,3 +166,56 @@ pub fn component_args(config: &Path) -> Vec<String> {
 pub fn best_effort(cmd: &mut Command) {
     let _ = try_run(cmd, None);
 }
+
+/// A pod for `scheduler` that requests `cpu` and may only go to this
+/// test's nodes (`kolo-test=<label>`), so tests sharing the cluster never
+/// see each other's pods placed on their nodes.
+pub fn pod(name: &str, namespace: &str, label: &str, scheduler: &str, cpu: &str) -> Value {
+    serde_json::json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"kolo-test": label}},
+        "spec": {
+            "schedulerName": scheduler,
+            "nodeSelector": {"kolo-test": label},
+            "containers": [{"name": "c", "image": "registry.invalid/pause",
+                            "resources": {"requests": {"cpu": cpu, "memory": "1Gi"},
+                                          "limits": {"cpu": cpu, "memory": "1Gi"}}}],
+        },
+    })
+}
+
+/// A scheduler configuration file whose one profile has its own
+/// `schedulerName` (so this test's scheduler touches only this test's
+/// pods), with kolo's default plugins.
+pub fn scheduler_config(dir: &Path, scheduler_name: &str) -> PathBuf {
+    let path = dir.join("scheduler.yaml");
+    let text = format!(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n\
+         profiles:\n- schedulerName: {scheduler_name}\n"
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// The node a pod is bound to, if any.
+pub fn node_of(config: &Path, namespace: &str, pod: &str) -> Option<String> {
+    let p = get_json(config, &["pod", pod, "-n", namespace])?;
+    p["spec"]["nodeName"].as_str().map(String::from)
+}
+
+/// The Events of a namespace as (involved object, reason, message).
+pub fn events(config: &Path, namespace: &str) -> Vec<(String, String, String)> {
+    let Some(list) = get_json(config, &["events", "-n", namespace]) else { return Vec::new() };
+    list["items"]
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .map(|e| {
+                    let s = |v: &Value| v.as_str().unwrap_or_default().to_string();
+                    (s(&e["involvedObject"]["name"]), s(&e["reason"]), s(&e["message"]))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
