@@ -33,11 +33,11 @@ use crate::mirror::{Change, key};
 #[derive(Debug)]
 pub enum Update {
     /// A node changed.
-    Node(Change<Node>),
+    Node(Box<Change<Node>>),
     /// A pod changed.
-    Pod(Change<Pod>),
+    Pod(Box<Change<Pod>>),
     /// A NodeMetric changed.
-    NodeMetric(Change<NodeMetric>),
+    NodeMetric(Box<Change<NodeMetric>>),
     /// A bind finished: apply its outcome now.
     Wake,
 }
@@ -149,36 +149,38 @@ impl SchedulingThread {
     fn apply(&mut self, update: Update) {
         let now = Timestamp::now();
         match update {
-            Update::Node(Change::Apply(node)) => {
-                if let Err(e) = self.scheduler.apply_node(node, now) {
-                    tracing::warn!(error = %e, "node refused; keeping its last good state");
+            Update::Node(change) => match *change {
+                Change::Apply(node) => {
+                    if let Err(e) = self.scheduler.apply_node(node, now) {
+                        tracing::warn!(error = %e, "node refused; keeping its last good state");
+                    }
                 }
-            }
-            Update::Node(Change::Delete(name)) => self.scheduler.remove_node(&name, now),
-            Update::Node(Change::Synced) => self.synced(0, "nodes"),
-            Update::Pod(Change::Apply(pod)) => {
-                let k = key(&pod);
-                if pod.spec.as_ref().is_some_and(|s| s.node_name.is_some()) {
+                Change::Delete(name) => self.scheduler.remove_node(&name, now),
+                Change::Synced => self.synced(0, "nodes"),
+            },
+            Update::Pod(change) => match *change {
+                Change::Apply(pod) => {
+                    let k = key(&pod);
+                    if pod.spec.as_ref().is_some_and(|s| s.node_name.is_some()) {
+                        self.reported.remove(&k);
+                    }
+                    self.uids.insert(k, pod.uid().unwrap_or_default());
+                    if let Err(e) = self.scheduler.apply_pod(pod, now) {
+                        tracing::warn!(error = %e, "pod refused; keeping its last good state");
+                    }
+                }
+                Change::Delete(k) => {
+                    self.scheduler.remove_pod(&k, now);
+                    self.uids.remove(&k);
                     self.reported.remove(&k);
                 }
-                self.uids.insert(k, pod.uid().unwrap_or_default());
-                if let Err(e) = self.scheduler.apply_pod(pod, now) {
-                    tracing::warn!(error = %e, "pod refused; keeping its last good state");
-                }
-            }
-            Update::Pod(Change::Delete(k)) => {
-                self.scheduler.remove_pod(&k, now);
-                self.uids.remove(&k);
-                self.reported.remove(&k);
-            }
-            Update::Pod(Change::Synced) => self.synced(1, "pods"),
-            Update::NodeMetric(Change::Apply(metric)) => {
-                self.scheduler.apply_node_metric(metric, now)
-            }
-            Update::NodeMetric(Change::Delete(name)) => {
-                self.scheduler.remove_node_metric(&name, now)
-            }
-            Update::NodeMetric(Change::Synced) => self.synced(2, "nodemetrics"),
+                Change::Synced => self.synced(1, "pods"),
+            },
+            Update::NodeMetric(change) => match *change {
+                Change::Apply(metric) => self.scheduler.apply_node_metric(metric, now),
+                Change::Delete(name) => self.scheduler.remove_node_metric(&name, now),
+                Change::Synced => self.synced(2, "nodemetrics"),
+            },
             Update::Wake => {}
         }
     }

@@ -19,9 +19,11 @@ use crate::mirror::{Change, Mirror};
 /// when its watch cannot resume; the [`Mirror`] turns the relist into the
 /// deletes the watch missed.
 pub fn spawn_watchers(client: &Client, updates: &Sender<Update>) {
-    spawn::<Node>(Api::all(client.clone()), updates.clone(), Update::Node);
-    spawn::<Pod>(Api::all(client.clone()), updates.clone(), Update::Pod);
-    spawn::<NodeMetric>(Api::all(client.clone()), updates.clone(), Update::NodeMetric);
+    spawn::<Node>(Api::all(client.clone()), updates.clone(), |c| Update::Node(Box::new(c)));
+    spawn::<Pod>(Api::all(client.clone()), updates.clone(), |c| Update::Pod(Box::new(c)));
+    spawn::<NodeMetric>(Api::all(client.clone()), updates.clone(), |c| {
+        Update::NodeMetric(Box::new(c))
+    });
 }
 
 fn spawn<K>(api: Api<K>, updates: Sender<Update>, wrap: fn(Change<K>) -> Update)
