@@ -1,1 +1,0 @@
-//! The node agent's cluster side (to be written).
