@@ -69,8 +69,6 @@ async fn remove_namespace(namespaces: &Api<Namespace>, name: &str) {
         if let Some(spec) = ns.spec.as_mut() {
             spec.finalizers = Some(Vec::new());
         }
-        let body = serde_json::to_vec(&ns).unwrap();
-        let _ =
-            namespaces.replace_subresource("finalize", name, &PostParams::default(), body).await;
+        let _ = namespaces.replace_subresource("finalize", name, &PostParams::default(), &ns).await;
     }
 }
