@@ -4,6 +4,7 @@
 //! container image serves every Deployment and the DaemonSet.
 
 mod agent;
+mod agent_cluster;
 mod bench;
 mod cluster;
 mod crds;
