@@ -15,11 +15,13 @@ pub struct Args {
     cluster: ClusterArgs,
     #[command(flatten)]
     leader: LeaderArgs,
-    /// Namespace of the `slo-controller-config` ConfigMap.
-    #[arg(long, value_name = "NS", default_value = "kolo-system")]
+    /// Namespace of the `slo-controller-config` ConfigMap (Koordinator's, so
+    /// an existing Koordinator cluster's ConfigMap is used as is;
+    /// `deploy/` keeps it in kolo-system).
+    #[arg(long, value_name = "NS", default_value = kolo_manager::config::DEFAULT_CONFIG_NAMESPACE)]
     config_namespace: String,
     /// Name of the ConfigMap.
-    #[arg(long, value_name = "NAME", default_value = "slo-controller-config")]
+    #[arg(long, value_name = "NAME", default_value = kolo_manager::config::DEFAULT_CONFIG_NAME)]
     config_name: String,
     /// Manage only the nodes matching this label selector (default: all).
     #[arg(long, value_name = "SELECTOR")]

@@ -45,8 +45,8 @@ pub struct ManagerOptions {
 impl Default for ManagerOptions {
     fn default() -> ManagerOptions {
         ManagerOptions {
-            config_namespace: "kolo-system".into(),
-            config_name: "slo-controller-config".into(),
+            config_namespace: kolo_manager::config::DEFAULT_CONFIG_NAMESPACE.into(),
+            config_name: kolo_manager::config::DEFAULT_CONFIG_NAME.into(),
             resync: Duration::from_secs(30),
             node_selector: None,
             debounce: Duration::from_millis(200),
