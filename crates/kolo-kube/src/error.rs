@@ -36,6 +36,9 @@ pub enum KubeError {
         /// `namespace/name` of the Lease.
         lease: String,
     },
+    /// The admission webhook could not start (certificate, TLS, listener).
+    #[error("admission webhook: {0}")]
+    Webhook(String),
     /// The scheduling thread could not start.
     #[error("starting the scheduling thread: {source}")]
     Thread {

@@ -14,6 +14,8 @@
 //! * [`manager`]: the SLO controllers (batch / mid allocatable, NodeMetric
 //!   spec, NodeSLO);
 //! * [`scheduler`]: the scheduler driver (watch → cache, bind, Events);
+//! * [`webhook`]: the admission webhooks fed from watches, with their
+//!   certificate and webhook configurations;
 //! * [`agent`]: the node agent's cluster side (NodeMetric status, Eviction).
 
 pub mod agent;
@@ -24,5 +26,6 @@ pub mod leader;
 pub mod manager;
 pub mod mirror;
 pub mod scheduler;
+pub mod webhook;
 
 pub use error::KubeError;

@@ -101,15 +101,8 @@ where
         let client = kolo_kube::client::connect(args.kubeconfig.as_deref()).await?;
         let work = async {
             let leadership = match leader {
-                Some((l, name)) if l.leader_elect => {
-                    let lease = l.lease(name);
-                    tracing::info!(lease = %name, identity = %lease.identity, "campaigning for leadership");
-                    Some(Elector::new(client.clone(), lease).acquire(health.clone()).await)
-                }
-                _ => {
-                    health.leader.set(1);
-                    None
-                }
+                Some((l, name)) => lead(&client, l, name, &health).await,
+                None => None,
             };
             body(client, health.clone(), leadership).await
         };
@@ -121,6 +114,23 @@ where
             }
         }
     })
+}
+
+/// Waits until this instance leads the Lease `name` (with `--leader-elect`;
+/// without it, it leads at once and `None` is returned).
+pub async fn lead(
+    client: &kube::Client,
+    leader: &LeaderArgs,
+    name: &str,
+    health: &Arc<Health>,
+) -> Option<Leadership> {
+    if !leader.leader_elect {
+        health.leader.set(1);
+        return None;
+    }
+    let lease = leader.lease(name);
+    tracing::info!(lease = %name, identity = %lease.identity, "campaigning for leadership");
+    Some(Elector::new(client.clone(), lease).acquire(health.clone()).await)
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

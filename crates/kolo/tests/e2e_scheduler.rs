@@ -12,30 +12,15 @@ use std::time::Duration;
 
 use common::{cleanup, kubectl, run};
 use e2e_common::{
-    Daemon, component_args, create, create_node, events, get_json, node_of, pod, report_usage,
-    scheduler_config, wait_for,
+    Daemon, component_args, create, events, get_json, node_of, pod, scheduler_config, wait_for,
 };
 
 const TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Nodes `<id>-busy` and `<id>-idle` (16 cores, 32 GiB each) with fresh
-/// NodeMetrics: 12 cores in use on the busy one, 1 on the idle one.
 fn two_nodes(config: &Path, id: &str) -> (String, String) {
     e2e_common::install_crds(config);
     run(kubectl(config).args(["create", "namespace", id]), None);
-    let (busy, idle) = (format!("{id}-busy"), format!("{id}-idle"));
-    for (node, cpu) in [(&busy, "12"), (&idle, "1")] {
-        create_node(config, node, id, "16", "32Gi");
-        create(
-            config,
-            &serde_json::json!({
-                "apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeMetric",
-                "metadata": {"name": node, "labels": {"kolo-test": id}}, "spec": {},
-            }),
-        );
-        report_usage(config, node, cpu, "8Gi");
-    }
-    (busy, idle)
+    e2e_common::busy_and_idle_nodes(config, id)
 }
 
 fn scheduler(config: &Path, dir: &Path, id: &str, extra: &[&str]) -> Daemon {

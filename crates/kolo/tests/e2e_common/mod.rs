@@ -99,7 +99,16 @@ pub fn create(config: &Path, object: &Value) {
 /// Applies kolo's CRDs and waits until the ones the tests use are served.
 pub fn install_crds(config: &Path) {
     let crds = run(kolo().arg("crds"), None).stdout;
-    run(kubectl(config).args(["apply", "-f", "-"]), Some(&crds));
+    // Tests running in parallel may apply them at the same moment; the
+    // loser of a create race gets AlreadyExists, and applying again (an
+    // update now) succeeds.
+    for attempt in 1.. {
+        let (description, output) = try_run(kubectl(config).args(["apply", "-f", "-"]), Some(&crds));
+        if output.status.success() {
+            break;
+        }
+        assert!(attempt < 3, "{description} failed: {}", String::from_utf8_lossy(&output.stderr));
+    }
     run(
         kubectl(config).args([
             "wait",
@@ -218,4 +227,28 @@ pub fn events(config: &Path, namespace: &str) -> Vec<(String, String, String)> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// Nodes `<id>-busy` and `<id>-idle` (16 cores, 32 GiB each, labelled
+/// `kolo-test=<id>`) with fresh NodeMetrics: 12 cores in use on the busy
+/// one, 1 on the idle one. Returns (busy, idle).
+pub fn busy_and_idle_nodes(config: &Path, id: &str) -> (String, String) {
+    let (busy, idle) = (format!("{id}-busy"), format!("{id}-idle"));
+    for (node, cpu) in [(&busy, "12"), (&idle, "1")] {
+        create_node(config, node, id, "16", "32Gi");
+        create(
+            config,
+            &serde_json::json!({
+                "apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeMetric",
+                "metadata": {"name": node, "labels": {"kolo-test": id}}, "spec": {},
+            }),
+        );
+        report_usage(config, node, cpu, "8Gi");
+    }
+    (busy, idle)
+}
+
+/// A free TCP port on 127.0.0.1.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
