@@ -112,7 +112,7 @@ pub enum ManagerError {
 pub fn run(command: Command) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     match command {
         Command::Webhook(args) => run_webhook(args).map_err(Into::into),
-        Command::Run(args) => crate::manager_run::run(*args).map_err(Into::into),
+        Command::Run(args) => crate::manager_run::run(*args),
     }
 }
 
