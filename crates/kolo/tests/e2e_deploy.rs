@@ -41,11 +41,11 @@ fn default_slo_controller_config_is_accepted() {
 /// replaced by a sample value.
 fn container_args(file: &str) -> Vec<Vec<String>> {
     let text = std::fs::read_to_string(deploy().join(file)).unwrap();
-    let object: serde_json::Value = serde_saphyr::from_str(&text).unwrap();
-    object["spec"]["template"]["spec"]["containers"]
-        .as_array()
-        .unwrap()
+    let objects: Vec<serde_json::Value> = serde_saphyr::from_str_multiple(&text).unwrap();
+    objects
         .iter()
+        .filter_map(|o| o["spec"]["template"]["spec"]["containers"].as_array())
+        .flatten()
         .map(|c| {
             c["args"]
                 .as_array()

@@ -103,7 +103,8 @@ pub fn install_crds(config: &Path) {
     // loser of a create race gets AlreadyExists, and applying again (an
     // update now) succeeds.
     for attempt in 1.. {
-        let (description, output) = try_run(kubectl(config).args(["apply", "-f", "-"]), Some(&crds));
+        let (description, output) =
+            try_run(kubectl(config).args(["apply", "-f", "-"]), Some(&crds));
         if output.status.success() {
             break;
         }
