@@ -4,18 +4,18 @@
 # (deploy/kustomization.yaml refers to the image as kolo:0.1.0.)
 
 FROM rust:1.90-bookworm AS build
-RUN rustup target add x86_64-unknown-linux-musl \
- && apt-get update \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends musl-tools \
- && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
-# musl gives a fully static binary (TLS is rustls + ring: no OpenSSL).
-RUN cargo build --release --locked --target x86_64-unknown-linux-musl -p kolo \
- && cp target/x86_64-unknown-linux-musl/release/kolo /kolo
+# A static-pie binary linked against glibc's static libraries (TLS is
+# rustls + ring: no OpenSSL). The components reach the API server and the
+# kubelet by IP address (KUBERNETES_SERVICE_HOST, status.hostIP), so no
+# NSS modules are needed at run time.
+RUN RUSTFLAGS="-C target-feature=+crt-static" \
+    cargo build --release --locked --target x86_64-unknown-linux-gnu -p kolo \
+ && strip -o /kolo target/x86_64-unknown-linux-gnu/release/kolo
 
 FROM scratch
 COPY --from=build /kolo /kolo
-# Not root by default; the agent's DaemonSet runs it privileged as it must.
+# Not root by default; the agent's DaemonSet runs it as root, as it must.
 USER 65532:65532
 ENTRYPOINT ["/kolo"]
