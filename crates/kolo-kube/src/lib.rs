@@ -11,6 +11,7 @@
 //! * [`leader`]: leader election with a `coordination.k8s.io/v1` Lease;
 //! * [`health`]: `/healthz`, `/readyz` and `/metrics` for every component;
 //! * [`mirror`]: a watcher's events as applies and deletes, relists included;
+//! * [`reflect`]: reflector stores with a change signal;
 //! * [`manager`]: the SLO controllers (batch / mid allocatable, NodeMetric
 //!   spec, NodeSLO);
 //! * [`scheduler`]: the scheduler driver (watch → cache, bind, Events);
@@ -25,6 +26,7 @@ pub mod health;
 pub mod leader;
 pub mod manager;
 pub mod mirror;
+pub mod reflect;
 pub mod scheduler;
 pub mod webhook;
 

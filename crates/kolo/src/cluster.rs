@@ -30,6 +30,18 @@ pub struct ClusterArgs {
     pub log_format: LogFormat,
 }
 
+/// The options of a leader-elected component (the scheduler and the
+/// manager).
+#[derive(Debug, Clone, clap::Args)]
+pub struct ComponentArgs {
+    /// Connection, health endpoint and logging.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// Leader election.
+    #[command(flatten)]
+    pub leader: LeaderArgs,
+}
+
 /// Leader election options (the scheduler and the manager).
 #[derive(Debug, Clone, clap::Args)]
 pub struct LeaderArgs {

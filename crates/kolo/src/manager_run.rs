@@ -11,15 +11,13 @@ use kolo_kube::manager::{Controller, ManagerOptions};
 use kolo_kube::webhook::{ClientTarget, WebhookConfigurations, WebhookOptions};
 use kolo_manager::webhook::server::tls::SelfSignedOptions;
 
-use crate::cluster::{self, ClusterArgs, ComponentError, LeaderArgs};
+use crate::cluster::{self, ComponentArgs, ComponentError};
 
 /// `kolo manager run` options.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(flatten)]
-    cluster: ClusterArgs,
-    #[command(flatten)]
-    leader: LeaderArgs,
+    component: ComponentArgs,
     /// Namespace of the `slo-controller-config` ConfigMap (Koordinator's, so
     /// an existing Koordinator cluster's ConfigMap is used as is;
     /// `deploy/` keeps it in kolo-system).
@@ -132,8 +130,8 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         node_selector: args.node_selector,
         ..ManagerOptions::default()
     };
-    let leader = args.leader;
-    cluster::run("manager", &args.cluster, None, |client, health, _| async move {
+    let ComponentArgs { cluster, leader } = args.component;
+    cluster::run("manager", &cluster, None, |client, health, _| async move {
         // Every replica serves admission; only the leader writes.
         let webhook = async {
             match webhook {

@@ -10,7 +10,7 @@ mod e2e_common;
 use std::time::Duration;
 
 use common::{cleanup, kubectl, run, run_kolo};
-use e2e_common::{Daemon, component_args, create, create_node, get_json, report_usage, wait_for};
+use e2e_common::{Daemon, create, create_node, get_json, report_usage, wait_for};
 use kolo_manager::noderesource::ColocationResource;
 use serde_json::json;
 
@@ -34,23 +34,8 @@ fn manager_writes_nodemetric_nodeslo_and_batch_allocatable() {
     create(&config, &configmap);
     create_node(&config, &node, &id, "16", "32Gi");
 
-    let mut args = vec!["manager".to_string(), "run".into()];
-    args.extend(component_args(&config));
     let selector = format!("kolo-test={id}");
-    args.extend(
-        [
-            "--leader-elect=false",
-            "--config-namespace",
-            &id,
-            "--node-selector",
-            &selector,
-            "--resync-seconds",
-            "2",
-        ]
-        .map(String::from),
-    );
-    let manager =
-        Daemon::start("e2e-manager", &args.iter().map(String::as_str).collect::<Vec<_>>());
+    let manager = Daemon::start("e2e-manager", &e2e_common::manager_args(&config, &id, &[]));
 
     // 1. The manager creates the node's NodeMetric (collect policy) and
     // NodeSLO.

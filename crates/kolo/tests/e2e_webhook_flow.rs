@@ -61,15 +61,6 @@ fn a_pod_admitted_through_the_webhook_is_scheduled_on_batch_resources() {
     let Some(config) = common::kubeconfig("e2e_webhook_flow") else { return };
     let id = e2e_common::run_id("flow");
     e2e_common::install_crds(&config);
-    run(
-        kubectl(&config).args([
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
-            "crd/clustercolocationprofiles.config.koordinator.sh",
-        ]),
-        None,
-    );
     let _cleanup = Cleanup { config: &config, id: id.clone() };
     create(
         &config,
@@ -86,20 +77,16 @@ fn a_pod_admitted_through_the_webhook_is_scheduled_on_batch_resources() {
             "data": {"colocation-config": "{\"enable\": true}"},
         }),
     );
-    create(
-        &config,
-        &json!({
-            "apiVersion": "config.koordinator.sh/v1alpha1", "kind": "ClusterColocationProfile",
-            "metadata": {"name": id},
-            "spec": {
-                "namespaceSelector": {"matchLabels": {"kolo-webhook-e2e": id}},
-                "selector": {"matchLabels": {"kolo-colocate": "true"}},
-                "qosClass": "BE",
-                "priorityClassName": "koord-batch",
-                "schedulerName": id,
-            },
-        }),
+    // The profile: BE, koord-batch, this test's scheduler, for labelled
+    // pods in this test's namespace.
+    let profile = format!(
+        "apiVersion: config.koordinator.sh/v1alpha1\nkind: ClusterColocationProfile\n\
+         metadata: {{name: {id}}}\n\
+         spec:\n  namespaceSelector: {{matchLabels: {{kolo-webhook-e2e: {id}}}}}\n  \
+         selector: {{matchLabels: {{kolo-colocate: \"true\"}}}}\n  qosClass: BE\n  \
+         priorityClassName: koord-batch\n  schedulerName: {id}\n"
     );
+    run(kubectl(&config).args(["create", "-f", "-"]), Some(profile.as_bytes()));
     let (_busy, idle) = busy_and_idle_nodes(&config, &id);
 
     let port = free_port();
@@ -107,33 +94,20 @@ fn a_pod_admitted_through_the_webhook_is_scheduled_on_batch_resources() {
     let url = format!("https://127.0.0.1:{port}");
     let secret = format!("{id}/webhook-certs");
     let namespace_label = format!("kolo-webhook-e2e={id}");
-    let selector = format!("kolo-test={id}");
-    let mut args = vec!["manager".to_string(), "run".into()];
-    args.extend(component_args(&config));
-    args.extend(
-        [
-            "--leader-elect=false",
-            "--config-namespace",
-            &id,
-            "--node-selector",
-            &selector,
-            "--resync-seconds",
-            "2",
-            "--webhook-listen",
-            &listen,
-            "--webhook-url",
-            &url,
-            "--webhook-secret",
-            &secret,
-            "--webhook-configuration-name",
-            &id,
-            "--webhook-namespace-label",
-            &namespace_label,
-        ]
-        .map(String::from),
-    );
+    let extra = [
+        "--webhook-listen",
+        &listen,
+        "--webhook-url",
+        &url,
+        "--webhook-secret",
+        &secret,
+        "--webhook-configuration-name",
+        &id,
+        "--webhook-namespace-label",
+        &namespace_label,
+    ];
     let manager =
-        Daemon::start("e2e-flow-manager", &args.iter().map(String::as_str).collect::<Vec<_>>());
+        Daemon::start("e2e-flow-manager", &e2e_common::manager_args(&config, &id, &extra));
     let dir = tempfile::tempdir().unwrap();
     let mut sargs = vec!["scheduler".to_string()];
     sargs.extend(component_args(&config));
@@ -142,8 +116,7 @@ fn a_pod_admitted_through_the_webhook_is_scheduled_on_batch_resources() {
         "--config".into(),
         scheduler_config(dir.path(), &id).display().to_string(),
     ]);
-    let _scheduler =
-        Daemon::start("e2e-flow-scheduler", &sargs.iter().map(String::as_str).collect::<Vec<_>>());
+    let _scheduler = Daemon::start("e2e-flow-scheduler", &sargs);
 
     // The manager publishes batch resources on both nodes.
     wait_for("batch allocatable on the idle node", TIMEOUT, || {

@@ -136,33 +136,23 @@ pub fn plan(
         }
         let desired = node_metric_spec(result.map(|r| &r.strategy));
         let existing = metrics.get(name).map(|m| &m.spec);
-        match reconcile_node_metric(true, existing, &desired, config_in_error) {
-            NodeMetricAction::Create(spec) => out.actions.push(ManagerAction::PutNodeMetric {
-                node: name.into(),
-                spec,
-                create: true,
-            }),
-            NodeMetricAction::Update(spec) => out.actions.push(ManagerAction::PutNodeMetric {
-                node: name.into(),
-                spec,
-                create: false,
-            }),
-            NodeMetricAction::Delete | NodeMetricAction::Keep => {}
+        let metric = match reconcile_node_metric(true, existing, &desired, config_in_error) {
+            NodeMetricAction::Create(spec) => Some((spec, true)),
+            NodeMetricAction::Update(spec) => Some((spec, false)),
+            NodeMetricAction::Delete | NodeMetricAction::Keep => None,
+        };
+        if let Some((spec, create)) = metric {
+            out.actions.push(ManagerAction::PutNodeMetric { node: name.into(), spec, create });
         }
         let rendered = render_node_slo(&config.slo, name, view.labels(), view.annotations());
         out.warnings.extend(rendered.warnings.iter().map(|w| format!("node {name}: {w}")));
-        match reconcile_node_slo(true, slos.get(name).map(|s| &s.spec), &rendered.spec) {
-            NodeSloAction::Create(spec) => out.actions.push(ManagerAction::PutNodeSlo {
-                node: name.into(),
-                spec,
-                create: true,
-            }),
-            NodeSloAction::Update(spec) => out.actions.push(ManagerAction::PutNodeSlo {
-                node: name.into(),
-                spec,
-                create: false,
-            }),
-            NodeSloAction::Delete | NodeSloAction::Keep => {}
+        let slo = match reconcile_node_slo(true, slos.get(name).map(|s| &s.spec), &rendered.spec) {
+            NodeSloAction::Create(spec) => Some((spec, true)),
+            NodeSloAction::Update(spec) => Some((spec, false)),
+            NodeSloAction::Delete | NodeSloAction::Keep => None,
+        };
+        if let Some((spec, create)) = slo {
+            out.actions.push(ManagerAction::PutNodeSlo { node: name.into(), spec, create });
         }
     }
     // Objects of nodes that are gone. Nodes that failed to parse are not

@@ -6,14 +6,13 @@ use std::fmt::Debug;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
 use kolo_api::crd::{NodeMetric, NodeSLO};
 use kolo_core::clock::Timestamp;
 use kolo_manager::config::SloConfigStore;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
-use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher;
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 use tokio::sync::Notify;
@@ -22,6 +21,7 @@ use super::plan::{MANAGED_BY, ManagerAction, StoreState, plan};
 use crate::error::KubeError;
 use crate::health::Health;
 use crate::leader::Leadership;
+use crate::reflect::reflect;
 
 /// How the controllers run.
 #[derive(Debug, Clone)]
@@ -71,28 +71,6 @@ pub struct Controller {
     config: SloConfigStore,
     config_version: Option<String>,
     last_status_update: HashMap<String, Timestamp>,
-}
-
-/// Starts a reflector for `api` that pings `changed` on every event. The
-/// watcher retries with kube-runtime's default exponential backoff, so a
-/// lost API server means quiet retries, not a busy loop.
-fn reflect<K>(api: Api<K>, config: watcher::Config, changed: Arc<Notify>) -> Store<K>
-where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-{
-    let (reader, writer) = reflector::store();
-    let kind = K::kind(&()).to_string();
-    let stream = reflector::reflector(writer, watcher(api, config)).default_backoff();
-    tokio::spawn(async move {
-        let mut stream = std::pin::pin!(stream);
-        while let Some(event) = stream.next().await {
-            match event {
-                Ok(_) => changed.notify_one(),
-                Err(e) => tracing::warn!(%kind, error = %e, "watch failed; retrying"),
-            }
-        }
-    });
-    reader
 }
 
 impl Controller {

@@ -4,50 +4,31 @@
 //! whole ([`SharedState::replace`]), so a request sees one consistent
 //! state.
 
-use std::fmt::Debug;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kolo_api::crd::ClusterColocationProfile;
 use kolo_core::snapshot::Snapshot;
 use kolo_manager::webhook::server::state::{SharedState, state_from_snapshot};
-use kube::runtime::reflector::{self, Store};
-use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Api, Client, Resource};
-use serde::de::DeserializeOwned;
+use kube::runtime::reflector::Store;
+use kube::runtime::watcher;
+use kube::{Api, Client};
 use tokio::sync::Notify;
 
-fn reflect<K>(api: Api<K>, changed: Arc<Notify>) -> Store<K>
-where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-{
-    let (reader, writer) = reflector::store();
-    let kind = K::kind(&()).to_string();
-    let stream =
-        reflector::reflector(writer, watcher(api, watcher::Config::default())).default_backoff();
-    tokio::spawn(async move {
-        let mut stream = std::pin::pin!(stream);
-        while let Some(event) = stream.next().await {
-            match event {
-                Ok(_) => changed.notify_one(),
-                Err(e) => tracing::warn!(%kind, error = %e, "watch failed; retrying"),
-            }
-        }
-    });
-    reader
-}
+use crate::reflect::reflect;
 
 /// Keeps `state` in step with the cluster. It stays pending (the webhook
 /// admits pods unchanged and `/readyz` fails) until every list is in.
 pub fn follow(client: Client, state: SharedState) {
     let changed = Arc::new(Notify::new());
     let profiles: Store<ClusterColocationProfile> =
-        reflect(Api::all(client.clone()), changed.clone());
-    let namespaces: Store<Namespace> = reflect(Api::all(client.clone()), changed.clone());
-    let classes: Store<PriorityClass> = reflect(Api::all(client), changed.clone());
+        reflect(Api::all(client.clone()), watcher::Config::default(), changed.clone());
+    let namespaces: Store<Namespace> =
+        reflect(Api::all(client.clone()), watcher::Config::default(), changed.clone());
+    let classes: Store<PriorityClass> =
+        reflect(Api::all(client), watcher::Config::default(), changed.clone());
     tokio::spawn(async move {
         let _ = profiles.wait_until_ready().await;
         let _ = namespaces.wait_until_ready().await;

@@ -30,7 +30,7 @@ pub struct Daemon {
 
 impl Daemon {
     /// Starts `kolo ARGS` with `RUST_LOG=info` (debug for kolo_kube).
-    pub fn start(name: &str, args: &[&str]) -> Daemon {
+    pub fn start<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(name: &str, args: &[S]) -> Daemon {
         let log = std::env::temp_dir().join(format!("{name}-{}.log", std::process::id()));
         let file = std::fs::File::create(&log).unwrap();
         let child = kolo()
@@ -96,7 +96,8 @@ pub fn create(config: &Path, object: &Value) {
     run(kubectl(config).args(["create", "-f", "-"]), Some(object.to_string().as_bytes()));
 }
 
-/// Applies kolo's CRDs and waits until the ones the tests use are served.
+/// Applies kolo's CRDs and waits until the ones the tests use (NodeMetric,
+/// NodeSLO, ClusterColocationProfile) are served.
 pub fn install_crds(config: &Path) {
     let crds = run(kolo().arg("crds"), None).stdout;
     // Tests running in parallel may apply them at the same moment; the
@@ -117,6 +118,7 @@ pub fn install_crds(config: &Path) {
             "--timeout=60s",
             "crd/nodemetrics.slo.koordinator.sh",
             "crd/nodeslos.slo.koordinator.sh",
+            "crd/clustercolocationprofiles.config.koordinator.sh",
         ]),
         None,
     );
@@ -160,6 +162,22 @@ pub fn report_usage(config: &Path, node: &str, cpu: &str, memory: &str) {
         "nodeMetric": {"nodeUsage": {"resources": {"cpu": cpu, "memory": memory}}},
     }});
     patch(config, &["nodemetric", node, "--subresource=status"], &status);
+}
+
+/// `kolo manager run` for this test: no leader election, its own
+/// ConfigMap namespace (`id`), only its own nodes (`kolo-test=<id>`), a
+/// pass every 2 s; then `extra`.
+pub fn manager_args(config: &Path, id: &str, extra: &[&str]) -> Vec<String> {
+    let mut args = vec!["manager".to_string(), "run".into()];
+    args.extend(component_args(config));
+    let selector = format!("kolo-test={id}");
+    args.extend(
+        ["--leader-elect=false", "--config-namespace", id, "--node-selector", &selector]
+            .map(String::from),
+    );
+    args.extend(["--resync-seconds", "2"].map(String::from));
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args
 }
 
 /// `kolo ... --kubeconfig` arguments shared by the components.
