@@ -136,22 +136,16 @@ pub fn plan(
         }
         let desired = node_metric_spec(result.map(|r| &r.strategy));
         let existing = metrics.get(name).map(|m| &m.spec);
-        let metric = match reconcile_node_metric(true, existing, &desired, config_in_error) {
-            NodeMetricAction::Create(spec) => Some((spec, true)),
-            NodeMetricAction::Update(spec) => Some((spec, false)),
-            NodeMetricAction::Delete | NodeMetricAction::Keep => None,
-        };
-        if let Some((spec, create)) = metric {
+        let metric = reconcile_node_metric(true, existing, &desired, config_in_error);
+        let create = matches!(metric, NodeMetricAction::Create(_));
+        if let NodeMetricAction::Create(spec) | NodeMetricAction::Update(spec) = metric {
             out.actions.push(ManagerAction::PutNodeMetric { node: name.into(), spec, create });
         }
         let rendered = render_node_slo(&config.slo, name, view.labels(), view.annotations());
         out.warnings.extend(rendered.warnings.iter().map(|w| format!("node {name}: {w}")));
-        let slo = match reconcile_node_slo(true, slos.get(name).map(|s| &s.spec), &rendered.spec) {
-            NodeSloAction::Create(spec) => Some((spec, true)),
-            NodeSloAction::Update(spec) => Some((spec, false)),
-            NodeSloAction::Delete | NodeSloAction::Keep => None,
-        };
-        if let Some((spec, create)) = slo {
+        let slo = reconcile_node_slo(true, slos.get(name).map(|s| &s.spec), &rendered.spec);
+        let create = matches!(slo, NodeSloAction::Create(_));
+        if let NodeSloAction::Create(spec) | NodeSloAction::Update(spec) = slo {
             out.actions.push(ManagerAction::PutNodeSlo { node: name.into(), spec, create });
         }
     }
