@@ -24,6 +24,21 @@ fn managed<K: ResourceExt>(object: &K) -> bool {
     object.labels().get(MANAGED_BY.0).is_some_and(|v| v == MANAGED_BY.1)
 }
 
+/// The names, in order, of the objects the manager created whose node is
+/// not `present`.
+fn gone<'a, K: ResourceExt>(
+    objects: &'a HashMap<String, &K>,
+    present: &BTreeSet<String>,
+) -> Vec<&'a String> {
+    let mut names: Vec<&String> = objects
+        .iter()
+        .filter(|(n, o)| !present.contains(*n) && managed(**o))
+        .map(|(n, _)| n)
+        .collect();
+    names.sort();
+    names
+}
+
 /// A write the cluster needs.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ManagerAction {
@@ -152,13 +167,7 @@ pub fn plan(
     // Objects of nodes that are gone. Nodes that failed to parse are not
     // gone: their objects stay. So do objects the manager did not create.
     let present: BTreeSet<String> = state.nodes.iter().map(|n| n.name_any()).collect();
-    let mut gone_metrics: Vec<&String> = metrics
-        .iter()
-        .filter(|(n, m)| !present.contains(*n) && managed(**m))
-        .map(|(n, _)| n)
-        .collect();
-    gone_metrics.sort();
-    for node in gone_metrics {
+    for node in gone(&metrics, &present) {
         if let NodeMetricAction::Delete = reconcile_node_metric(
             false,
             Some(&metrics[node].spec),
@@ -168,13 +177,7 @@ pub fn plan(
             out.actions.push(ManagerAction::DeleteNodeMetric { node: node.clone() });
         }
     }
-    let mut gone_slos: Vec<&String> = slos
-        .iter()
-        .filter(|(n, s)| !present.contains(*n) && managed(**s))
-        .map(|(n, _)| n)
-        .collect();
-    gone_slos.sort();
-    for node in gone_slos {
+    for node in gone(&slos, &present) {
         if let NodeSloAction::Delete =
             reconcile_node_slo(false, Some(&slos[node].spec), &NodeSLOSpec::default())
         {
