@@ -144,15 +144,15 @@ pub enum Command {
         #[arg(short, long, value_enum, default_value_t = crate::OutputFormat::Text)]
         output: crate::OutputFormat,
     },
+    /// Run the agent for a cluster: like `kolo agent`, and it also writes
+    /// its node's NodeMetric status, follows its NodeSLO, and evicts
+    /// through the Eviction API.
+    Cluster(Box<crate::agent_cluster::Args>),
     /// Try the agent on this machine without a cluster: creates a small
     /// kubepods tree as real cgroups (one pod spinning a CPU, one holding
     /// 64 MiB, one idle), runs the agent on it, prints what it measures
     /// every second and the NodeMetric at the end, and removes everything
     /// it created. Needs root and cgroup v1 (cpu, cpuacct, cpuset, memory).
-    /// Run the agent for a cluster: like `kolo agent`, and it also writes
-    /// its node's NodeMetric status, follows its NodeSLO, and evicts
-    /// through the Eviction API.
-    Cluster(Box<crate::agent_cluster::Args>),
     Demo {
         /// How long to run, seconds.
         #[arg(long, value_name = "SECONDS", default_value_t = 5)]

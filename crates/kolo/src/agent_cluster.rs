@@ -45,6 +45,9 @@ pub fn run(mut args: Args) -> Result<(), BoxError> {
     let Some(node) = args.common.node_name.clone() else {
         return Err("kolo agent cluster needs --node-name (or $NODE_NAME)".into());
     };
+    // `--standalone` gates the agent without a cluster; here the cluster
+    // side is this command itself.
+    args.common.standalone = true;
     let interval = Duration::from_millis(args.common.interval_ms.max(100));
     let agent = Arc::new(Mutex::new(build_agent(&args.common)?));
     if let Some(addr) = args.listen {

@@ -1,4 +1,6 @@
-//! End-to-end: `kolo agent cluster` with a standalone pod source writes its
+//! End-to-end: `kolo agent cluster` with a pods file as its pod source
+//! (the DaemonSet names the kubelet instead; neither needs `--standalone`)
+//! writes its
 //! node's NodeMetric status to a real kube-apiserver (creating the object
 //! when the manager has not), and follows its NodeSLO.
 
@@ -27,7 +29,6 @@ fn agent_reports_its_node_metric_and_follows_its_node_slo() {
         "cluster",
         "--kubeconfig",
         config.to_str().unwrap(),
-        "--standalone",
         "--pods",
         pods.to_str().unwrap(),
         "--node-name",
