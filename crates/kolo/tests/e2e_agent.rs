@@ -1,8 +1,7 @@
 //! End-to-end: `kolo agent cluster` with a pods file as its pod source
 //! (the DaemonSet names the kubelet instead; neither needs `--standalone`)
-//! writes its
-//! node's NodeMetric status to a real kube-apiserver (creating the object
-//! when the manager has not), and follows its NodeSLO.
+//! writes its node's NodeMetric status to a real kube-apiserver (creating
+//! the object when the manager has not), and follows its NodeSLO.
 
 mod common;
 mod e2e_common;
