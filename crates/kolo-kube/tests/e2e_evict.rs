@@ -2,6 +2,7 @@
 //! kube-apiserver. Kubernetes 1.20 (the test cluster) lacks `policy/v1`
 //! Eviction, so this also exercises the fall-back to `policy/v1beta1`.
 
+use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use k8s_openapi::api::core::v1::{Namespace, Pod};
@@ -12,7 +13,9 @@ use kube::api::{DeleteParams, PostParams};
 fn kubeconfig() -> Option<std::path::PathBuf> {
     let path = std::env::var_os("KOLO_TEST_KUBECONFIG").map(Into::into);
     if path.is_none() {
-        eprintln!(
+        // Straight to stderr, past the harness's capture, so the skip shows.
+        let _ = writeln!(
+            std::io::stderr(),
             "\n*** SKIPPED e2e_evict test: KOLO_TEST_KUBECONFIG is not set. \
              Run scripts/test (which starts a test cluster) to run it. ***"
         );

@@ -11,6 +11,7 @@
 mod common;
 mod e2e_common;
 
+use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -109,8 +110,11 @@ fn scheduler_survives_an_apiserver_restart_without_double_binding() {
         .map(PathBuf::from)
         .unwrap_or_else(|| workspace_root().join("../shared/tools/kube-test-cluster"));
     if !tool.exists() {
-        eprintln!(
-            "\n*** SKIPPED e2e_restart test: the cluster tool {} is missing. ***",
+        // Straight to stderr, past the harness's capture, so the skip shows.
+        let _ = writeln!(
+            std::io::stderr(),
+            "\n*** SKIPPED e2e_restart test: the cluster tool {} is missing \
+             (set KOLO_KUBE_TEST_CLUSTER). ***",
             tool.display()
         );
         return;
