@@ -193,8 +193,8 @@ impl PodSource for Source {
 
 pub(crate) fn build_agent(common: &Common) -> Result<Agent<Source>, BoxError> {
     if !common.standalone {
-        return Err("only --standalone is available yet: running against an API server comes \
-                    with kolo's Kubernetes driver (pass --standalone with --pods or --kubelet)"
+        return Err("kolo agent without an API server needs --standalone (with --pods or \
+                    --kubelet); `kolo agent cluster` runs it against the API server"
             .into());
     }
     let node_name = match &common.node_name {

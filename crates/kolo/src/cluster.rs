@@ -142,7 +142,13 @@ pub async fn lead(
     }
     let lease = leader.lease(name);
     tracing::info!(lease = %name, identity = %lease.identity, "campaigning for leadership");
-    Some(Elector::new(client.clone(), lease).acquire(health.clone()).await)
+    // A standby is ready: it does what it should (wait to take over), and a
+    // never-ready standby would stall every rolling update of its
+    // Deployment. The leader is ready again once its caches are synced.
+    health.set_ready(true);
+    let leadership = Elector::new(client.clone(), lease).acquire(health.clone()).await;
+    health.set_ready(false);
+    Some(leadership)
 }
 
 /// Resolves on Ctrl-C or SIGTERM.
