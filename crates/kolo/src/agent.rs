@@ -25,8 +25,8 @@ type BoxError = Box<dyn Error + Send + Sync>;
 #[derive(Debug, Clone, clap::Args)]
 pub struct Common {
     /// Run without an API server: pods come from `--pods` or `--kubelet`,
-    /// and the NodeMetric is printed instead of written. (Running against a
-    /// cluster comes with kolo's Kubernetes driver.)
+    /// and the NodeMetric is printed instead of written. (`kolo agent
+    /// cluster` runs against a cluster.)
     #[arg(long)]
     pub standalone: bool,
     /// A file of Pod objects (YAML or JSON; re-read when it changes).
