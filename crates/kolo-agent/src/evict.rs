@@ -1,7 +1,7 @@
 //! Carrying out evictions (the act side of the eviction strategies).
 //!
 //! [`Evictor`] is what the loop calls; in a cluster it is the Eviction API
-//! (kolo's Kubernetes driver), in standalone mode [`KillEvictor`] kills the
+//! (`kolo_kube::agent::ApiEvictor`), in standalone mode [`KillEvictor`] kills the
 //! pod's processes, as Koordinator does by default (it stops the containers
 //! through the runtime). [`RateLimit`] caps how many pods go per minute
 //! whatever the strategies ask, so a bad reading can never empty a node.

@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 
 use kolo_agent::agent::{Agent, AgentConfig};
 use kolo_agent::cgroup::{CgroupDriver, LayoutConfig};
-use kolo_agent::evict::Evictor as _;
 use kolo_agent::pods::file::FileSource;
 use kolo_agent::pods::kubelet::{KubeletConfig, KubeletSource, KubeletTls};
 use kolo_agent::pods::{Fetched, PodSource, PodSourceError};
@@ -26,8 +25,8 @@ type BoxError = Box<dyn Error + Send + Sync>;
 #[derive(Debug, Clone, clap::Args)]
 pub struct Common {
     /// Run without an API server: pods come from `--pods` or `--kubelet`,
-    /// and the NodeMetric is printed instead of written. (Running against a
-    /// cluster comes with kolo's Kubernetes driver.)
+    /// and the NodeMetric is printed instead of written. (`kolo agent
+    /// cluster` runs against a cluster.)
     #[arg(long)]
     pub standalone: bool,
     /// A file of Pod objects (YAML or JSON; re-read when it changes).
@@ -145,6 +144,10 @@ pub enum Command {
         #[arg(short, long, value_enum, default_value_t = crate::OutputFormat::Text)]
         output: crate::OutputFormat,
     },
+    /// Run the agent for a cluster: like `kolo agent`, and it also writes
+    /// its node's NodeMetric status, follows its NodeSLO, and evicts
+    /// through the Eviction API.
+    Cluster(Box<crate::agent_cluster::Args>),
     /// Try the agent on this machine without a cluster: creates a small
     /// kubepods tree as real cgroups (one pod spinning a CPU, one holding
     /// 64 MiB, one idle), runs the agent on it, prints what it measures
@@ -167,7 +170,7 @@ pub enum Format {
 }
 
 /// The pod source chosen on the command line.
-enum Source {
+pub(crate) enum Source {
     File(FileSource),
     Kubelet(Box<KubeletSource>),
 }
@@ -188,10 +191,10 @@ impl PodSource for Source {
     }
 }
 
-fn build_agent(common: &Common) -> Result<Agent<Source>, BoxError> {
+pub(crate) fn build_agent(common: &Common) -> Result<Agent<Source>, BoxError> {
     if !common.standalone {
-        return Err("only --standalone is available yet: running against an API server comes \
-                    with kolo's Kubernetes driver (pass --standalone with --pods or --kubelet)"
+        return Err("kolo agent without an API server needs --standalone (with --pods or \
+                    --kubelet); `kolo agent cluster` runs it against the API server"
             .into());
     }
     let node_name = match &common.node_name {
@@ -246,7 +249,7 @@ fn build_agent(common: &Common) -> Result<Agent<Source>, BoxError> {
 
 /// Ticks `agent` every interval until `rounds` ticks ran (or forever),
 /// logging each tick's problems once per distinct message.
-fn run_ticks(
+pub(crate) fn run_ticks(
     agent: &Mutex<Agent<Source>>,
     interval: Duration,
     rounds: Option<u64>,
@@ -308,16 +311,20 @@ const FAST_PROBE_JUMP: f64 = 0.1;
 
 /// The QoS strategies in the agent loop: planned every round; applied, or
 /// printed with `--dry-run` whenever the plan changes.
-struct Qos {
+pub(crate) struct Qos {
     slo: kolo_api::crd::NodeSLOSpec,
     dry_run: bool,
     strategies: Vec<Box<dyn kolo_agent::qos::Strategy>>,
     last: Vec<String>,
+    /// The cluster's NodeSLO, followed when set (cluster mode).
+    pub(crate) slo_source: Option<tokio::sync::watch::Receiver<Option<kolo_api::crd::NodeSLOSpec>>>,
+    /// Evicts instead of killing processes when set (cluster mode).
+    pub(crate) evictor: Option<Box<dyn kolo_agent::evict::Evictor + Send>>,
     rate: kolo_agent::evict::RateLimit,
 }
 
 impl Qos {
-    fn new(common: &Common) -> Result<Qos, BoxError> {
+    pub(crate) fn new(common: &Common) -> Result<Qos, BoxError> {
         let slo = match &common.node_slo {
             None => kolo_api::crd::NodeSLOSpec::default(),
             Some(path) => {
@@ -341,6 +348,8 @@ impl Qos {
             strategies: kolo_agent::qos::default_strategies(),
             last: Vec::new(),
             rate: kolo_agent::evict::RateLimit::default(),
+            slo_source: None,
+            evictor: None,
         })
     }
 
@@ -358,6 +367,9 @@ impl Qos {
     /// the BE quota or cpuset when node CPU jumps, but giving CPU back and
     /// evicting wait for a full round with fresh pod samples.
     fn round(&mut self, agent: &mut Agent<Source>, now: Timestamp, fast: bool) {
+        if let Some(rx) = self.slo_source.as_mut().filter(|rx| rx.has_changed().unwrap_or(false)) {
+            self.slo = rx.borrow_and_update().clone().unwrap_or_default();
+        }
         let state = agent.node_state(now);
         let mut plan = kolo_agent::qos::plan_all(&self.strategies, &state, &self.slo);
         if !fast {
@@ -393,7 +405,11 @@ impl Qos {
             for e in &applied.errors {
                 tracing::warn!(error = %e, "cgroup write failed");
             }
-            let mut evictor = agent.kill_evictor();
+            let mut kill = agent.kill_evictor();
+            let evictor: &mut dyn kolo_agent::evict::Evictor = match self.evictor.as_mut() {
+                Some(e) => e.as_mut(),
+                None => &mut kill,
+            };
             for e in &plan.evictions {
                 let Some(pod) = state.pods.iter().find(|p| p.pod.uid == e.uid) else { continue };
                 if !self.rate.allow(now) {
@@ -413,6 +429,7 @@ impl Qos {
 pub fn run(args: Args, out: &mut dyn Write) -> Result<(), BoxError> {
     match args.command {
         Some(Command::Demo { seconds }) => demo(seconds, out),
+        Some(Command::Cluster(args)) => crate::agent_cluster::run(*args),
         Some(Command::Plan { state, output }) => plan(&state, output, out),
         Some(Command::Nodemetric { common, duration, output }) => {
             crate::logging::init(common.log_format);
@@ -458,7 +475,10 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<(), BoxError> {
 
 /// Serves `/metrics`, `/healthz` and `/readyz` on a thread of its own (a
 /// single-threaded runtime: scrapes are rare and cheap).
-fn serve_metrics(addr: SocketAddr, agent: Arc<Mutex<Agent<Source>>>) -> Result<(), BoxError> {
+pub(crate) fn serve_metrics(
+    addr: SocketAddr,
+    agent: Arc<Mutex<Agent<Source>>>,
+) -> Result<(), BoxError> {
     let listener =
         std::net::TcpListener::bind(addr).map_err(|e| format!("--listen {addr}: {e}"))?;
     listener.set_nonblocking(true)?;

@@ -4,14 +4,18 @@
 //! container image serves every Deployment and the DaemonSet.
 
 mod agent;
+mod agent_cluster;
 mod bench;
+mod cluster;
 mod crds;
 mod inspect;
 mod logging;
 mod manager;
+mod manager_run;
 mod noderesource;
 mod nodeslo;
 mod schedule;
+mod scheduler_run;
 mod slo_config;
 mod webhook;
 
@@ -100,6 +104,11 @@ enum Command {
     /// Run kolo's node agent: collect node, pod and container usage from
     /// /proc and cgroups, serve /metrics, and build the NodeMetric.
     Agent(Box<agent::Args>),
+    /// Run kolo's scheduler against the cluster: watch nodes, pods and
+    /// NodeMetrics, schedule the pods whose `schedulerName` is kolo's, bind
+    /// them, record Events; leader-elected. Serves /healthz, /readyz and
+    /// /metrics.
+    Scheduler(Box<scheduler_run::Args>),
     /// Run kolo's manager components.
     Manager {
         #[command(subcommand)]
@@ -164,6 +173,9 @@ fn main() -> ExitCode {
         }
         Command::Bench { command } => {
             bench::run(command, &mut std::io::stdout().lock()).map_err(CliError::Command)
+        }
+        Command::Scheduler(args) => {
+            scheduler_run::run(*args).map_err(|e| CliError::Command(e.into()))
         }
         Command::Manager { command } => manager::run(command).map_err(CliError::Command),
         Command::Schedule { snapshots, config, output, all, explain, explain_all, now } => {

@@ -29,6 +29,11 @@ pub enum Command {
     /// configurations' `caBundle`). Stops gracefully on Ctrl-C or SIGTERM.
     #[command(group(clap::ArgGroup::new("certificate").required(true).args(["tls_cert", "self_signed"])))]
     Webhook(WebhookArgs),
+    /// Run the SLO controllers against the cluster: batch / mid allocatable
+    /// on node status, NodeMetric spec and NodeSLO per node from the
+    /// `slo-controller-config` ConfigMap, with leader election; serves
+    /// `/healthz`, `/readyz` and `/metrics`.
+    Run(Box<crate::manager_run::Args>),
 }
 
 /// `kolo manager webhook` options.
@@ -107,6 +112,7 @@ pub enum ManagerError {
 pub fn run(command: Command) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     match command {
         Command::Webhook(args) => run_webhook(args).map_err(Into::into),
+        Command::Run(args) => crate::manager_run::run(*args),
     }
 }
 

@@ -177,17 +177,19 @@ pub struct Run {
     pub elapsed: std::time::Duration,
 }
 
+/// Reads a `KubeSchedulerConfiguration` file; none means kolo's default
+/// profile. `kolo scheduler` reads its configuration the same way.
+pub fn load_config(path: Option<&std::path::Path>) -> Result<SchedulerConfig, ScheduleError> {
+    let Some(path) = path else { return Ok(SchedulerConfig::default()) };
+    let text = std::fs::read_to_string(path)
+        .map_err(|source| ScheduleError::ReadConfig { path: path.to_path_buf(), source })?;
+    SchedulerConfig::from_yaml(&text)
+        .map_err(|source| ScheduleError::Config { path: path.to_path_buf(), source })
+}
+
 /// Loads the snapshot files and the configuration, schedules, prints.
 pub fn run(options: &Options, out: &mut impl Write) -> Result<(), CliError> {
-    let config = match &options.config {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|source| ScheduleError::ReadConfig { path: path.clone(), source })?;
-            SchedulerConfig::from_yaml(&text)
-                .map_err(|source| ScheduleError::Config { path: path.clone(), source })?
-        }
-        None => SchedulerConfig::default(),
-    };
+    let config = load_config(options.config.as_deref())?;
     let mut snapshot = Snapshot::default();
     for file in &options.files {
         snapshot.add_file(file)?;

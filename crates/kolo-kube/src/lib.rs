@@ -1,0 +1,33 @@
+//! # kolo-kube
+//!
+//! kolo's act side for a real Kubernetes cluster (kube-rs): watchers and
+//! reflectors gather state, the component crates decide, and the writers
+//! here apply the decisions (bind, patch node status, create NodeMetric and
+//! NodeSLO objects, evict, record Events). Nothing here decides anything a
+//! simulator would need to decide too.
+//!
+//! * [`client`]: a [`kube::Client`] from a kubeconfig file or the pod's
+//!   service account;
+//! * [`leader`]: leader election with a `coordination.k8s.io/v1` Lease;
+//! * [`health`]: `/healthz`, `/readyz` and `/metrics` for every component;
+//! * [`mirror`]: a watcher's events as applies and deletes, relists included;
+//! * [`reflect`]: reflector stores with a change signal;
+//! * [`manager`]: the SLO controllers (batch / mid allocatable, NodeMetric
+//!   spec, NodeSLO);
+//! * [`scheduler`]: the scheduler driver (watch → cache, bind, Events);
+//! * [`webhook`]: the admission webhooks fed from watches, with their
+//!   certificate and webhook configurations;
+//! * [`agent`]: the node agent's cluster side (NodeMetric status, Eviction).
+
+pub mod agent;
+pub mod client;
+pub mod error;
+pub mod health;
+pub mod leader;
+pub mod manager;
+pub mod mirror;
+pub mod reflect;
+pub mod scheduler;
+pub mod webhook;
+
+pub use error::KubeError;

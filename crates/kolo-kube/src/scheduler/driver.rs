@@ -1,0 +1,223 @@
+//! The scheduling thread: owns the [`Scheduler`], applies the watchers'
+//! changes, runs cycles, and hands binds and reports to the async runtime.
+//!
+//! The scheduler is synchronous and parallel inside a cycle (rayon), so it
+//! runs on a thread of its own; the watchers, binds and reports run on the
+//! tokio runtime. The thread blocks on its channel between cycles (waking at
+//! least once a second for backoffs that end with no cluster change), so an
+//! idle scheduler costs nothing.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kolo_api::crd::NodeMetric;
+use kolo_core::clock::Timestamp;
+use kolo_scheduler::config::SchedulerConfig;
+use kolo_scheduler::plugins::{DEFAULT_PLUGINS, registry};
+use kolo_scheduler::scheduler::{CycleReport, Outcome, Scheduler};
+use kube::{Client, ResourceExt};
+use tokio::runtime::Handle;
+
+use super::binder::KubeBinder;
+use super::report::{PodRef, Reports};
+use super::watch::spawn_watchers;
+use crate::error::KubeError;
+use crate::health::Health;
+use crate::leader::Leadership;
+use crate::mirror::{Change, key};
+
+/// A change for the scheduling thread.
+#[derive(Debug)]
+pub enum Update {
+    /// A node changed.
+    Node(Box<Change<Node>>),
+    /// A pod changed.
+    Pod(Box<Change<Pod>>),
+    /// A NodeMetric changed.
+    NodeMetric(Box<Change<NodeMetric>>),
+    /// A bind finished: apply its outcome now.
+    Wake,
+}
+
+/// How long the thread sleeps when nothing happens (pods whose backoff
+/// ends, unschedulable pods flushed after a while, are picked up then).
+const IDLE_WAKE: Duration = Duration::from_secs(1);
+
+/// kolo's scheduler against a cluster.
+pub struct SchedulerDriver {
+    client: Client,
+    config: SchedulerConfig,
+    health: Arc<Health>,
+    identity: String,
+}
+
+impl SchedulerDriver {
+    /// A driver for `config`'s profiles; `identity` names this instance in
+    /// Events.
+    pub fn new(
+        client: Client,
+        config: SchedulerConfig,
+        health: Arc<Health>,
+        identity: &str,
+    ) -> SchedulerDriver {
+        SchedulerDriver { client, config, health, identity: identity.into() }
+    }
+
+    /// Watches and schedules until leadership is lost (when `leadership` is
+    /// given; the caller acquired it) or the process ends.
+    pub async fn run(self, leadership: Option<Leadership>) -> Result<(), KubeError> {
+        let (tx, rx) = channel();
+        let reports = Reports::new(
+            self.client.clone(),
+            "kolo-scheduler",
+            &self.identity,
+            self.health.clone(),
+        );
+        let binder = Arc::new(KubeBinder::new(
+            self.client.clone(),
+            Handle::current(),
+            reports.clone(),
+            self.health.clone(),
+            tx.clone(),
+        ));
+        let scheduler = Scheduler::new(&self.config, &registry(), DEFAULT_PLUGINS, binder)?;
+        let names: Vec<String> =
+            scheduler.profiles().iter().map(|p| p.scheduler_name().to_string()).collect();
+        tracing::info!(scheduler_names = ?names, "scheduling pods with these schedulerNames");
+        spawn_watchers(&self.client, &tx);
+        drop(tx);
+        let thread = SchedulingThread {
+            scheduler,
+            reports,
+            runtime: Handle::current(),
+            health: self.health.clone(),
+            synced: [false; 3],
+            uids: HashMap::new(),
+            reported: HashMap::new(),
+        };
+        std::thread::Builder::new()
+            .name("kolo-scheduling".into())
+            .spawn(move || thread.run(rx))
+            .map_err(|source| KubeError::Thread { source })?;
+        match leadership {
+            Some(mut l) => Err(l.lost().await),
+            None => std::future::pending().await,
+        }
+    }
+}
+
+struct SchedulingThread {
+    scheduler: Scheduler,
+    reports: Reports,
+    runtime: Handle,
+    health: Arc<Health>,
+    /// Whether the first list of nodes, pods and NodeMetrics is in.
+    synced: [bool; 3],
+    /// Pod key → UID (Events and bindings name the pod by UID).
+    uids: HashMap<String, String>,
+    /// Pod key → the failure last reported, so a pod that fails the same
+    /// way again (after its own condition update requeued it) is not
+    /// reported twice.
+    reported: HashMap<String, String>,
+}
+
+impl SchedulingThread {
+    fn run(mut self, rx: Receiver<Update>) {
+        loop {
+            match rx.recv_timeout(IDLE_WAKE) {
+                Ok(update) => self.apply(update),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => return,
+            }
+            while let Ok(update) = rx.try_recv() {
+                self.apply(update);
+            }
+            if !self.synced.iter().all(|s| *s) {
+                continue; // never decide on a partial view of the cluster
+            }
+            let now = Timestamp::now();
+            while let Some(report) = self.scheduler.schedule_next(now) {
+                self.handle(report);
+            }
+            self.scheduler.process_bind_results(now);
+        }
+    }
+
+    fn apply(&mut self, update: Update) {
+        let now = Timestamp::now();
+        match update {
+            Update::Node(change) => match *change {
+                Change::Apply(node) => {
+                    if let Err(e) = self.scheduler.apply_node(node, now) {
+                        tracing::warn!(error = %e, "node refused; keeping its last good state");
+                    }
+                }
+                Change::Delete(name) => self.scheduler.remove_node(&name, now),
+                Change::Synced => self.synced(0, "nodes"),
+            },
+            Update::Pod(change) => match *change {
+                Change::Apply(pod) => {
+                    let k = key(&pod);
+                    if pod.spec.as_ref().is_some_and(|s| s.node_name.is_some()) {
+                        self.reported.remove(&k);
+                    }
+                    self.uids.insert(k, pod.uid().unwrap_or_default());
+                    if let Err(e) = self.scheduler.apply_pod(pod, now) {
+                        tracing::warn!(error = %e, "pod refused; keeping its last good state");
+                    }
+                }
+                Change::Delete(k) => {
+                    self.scheduler.remove_pod(&k, now);
+                    self.uids.remove(&k);
+                    self.reported.remove(&k);
+                }
+                Change::Synced => self.synced(1, "pods"),
+            },
+            Update::NodeMetric(change) => match *change {
+                Change::Apply(metric) => self.scheduler.apply_node_metric(metric, now),
+                Change::Delete(name) => self.scheduler.remove_node_metric(&name, now),
+                Change::Synced => self.synced(2, "nodemetrics"),
+            },
+            Update::Wake => {}
+        }
+    }
+
+    fn synced(&mut self, i: usize, kind: &str) {
+        if !self.synced[i] {
+            tracing::info!(kind, "initial list done");
+        }
+        self.synced[i] = true;
+        if self.synced.iter().all(|s| *s) && !self.health.is_ready() {
+            tracing::info!("caches synced; scheduling");
+            self.health.set_ready(true);
+        }
+    }
+
+    fn handle(&mut self, report: CycleReport) {
+        let (unschedulable, message) = match report.outcome {
+            Outcome::Scheduled { node, total, .. } => {
+                tracing::debug!(pod = %report.pod, %node, total, "assumed; binding");
+                self.reported.remove(&report.pod);
+                return;
+            }
+            Outcome::Waiting { node } => {
+                tracing::debug!(pod = %report.pod, %node, "waiting for permit");
+                return;
+            }
+            Outcome::Unschedulable { message, .. } => (true, message),
+            Outcome::Failed { message } => (false, message),
+        };
+        if self.reported.get(&report.pod) == Some(&message) {
+            return;
+        }
+        tracing::info!(pod = %report.pod, %message, "cannot schedule");
+        self.reported.insert(report.pod.clone(), message.clone());
+        let uid = self.uids.get(&report.pod).cloned().unwrap_or_default();
+        let pod = PodRef::from_key(&report.pod, &uid);
+        let reports = self.reports.clone();
+        self.runtime.spawn(async move { reports.failed(&pod, unschedulable, &message).await });
+    }
+}

@@ -1,0 +1,152 @@
+//! `kolo manager run`: the manager against a cluster: the SLO controllers
+//! (batch / mid allocatable on node status, NodeMetric spec, NodeSLO) on
+//! the leader, and on every replica, with `--webhook-listen`, the admission
+//! webhooks with their certificate and webhook configurations.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use kolo_kube::manager::{Controller, ManagerOptions};
+use kolo_kube::webhook::{ClientTarget, WebhookConfigurations, WebhookOptions};
+use kolo_manager::webhook::server::tls::SelfSignedOptions;
+
+use crate::cluster::{self, ComponentArgs, ComponentError};
+
+/// `kolo manager run` options.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    component: ComponentArgs,
+    /// Namespace of the `slo-controller-config` ConfigMap (Koordinator's, so
+    /// an existing Koordinator cluster's ConfigMap is used as is;
+    /// `deploy/` keeps it in kolo-system).
+    #[arg(long, value_name = "NS", default_value = kolo_manager::config::DEFAULT_CONFIG_NAMESPACE)]
+    config_namespace: String,
+    /// Name of the ConfigMap.
+    #[arg(long, value_name = "NAME", default_value = kolo_manager::config::DEFAULT_CONFIG_NAME)]
+    config_name: String,
+    /// Manage only the nodes matching this label selector (default: all).
+    #[arg(long, value_name = "SELECTOR")]
+    node_selector: Option<String>,
+    /// A full pass runs at least this often, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    resync_seconds: u64,
+    #[command(flatten)]
+    webhook: WebhookArgs,
+}
+
+/// The admission webhook options of `kolo manager run`.
+#[derive(Debug, clap::Args)]
+struct WebhookArgs {
+    /// Serve the admission webhooks (HTTPS) here and register them; off
+    /// without it.
+    #[arg(long, value_name = "ADDR")]
+    webhook_listen: Option<SocketAddr>,
+    /// The Secret (NAMESPACE/NAME) that holds the CA and serving
+    /// certificate all replicas share; created when missing.
+    #[arg(long, value_name = "NS/NAME", default_value = "kolo-system/kolo-webhook-certs")]
+    webhook_secret: String,
+    /// The Service (NAMESPACE/NAME:PORT) the API server calls.
+    #[arg(long, value_name = "NS/NAME:PORT", default_value = "kolo-system/kolo-webhook:443")]
+    webhook_service: String,
+    /// Call the webhook at this URL instead of through a Service (a
+    /// manager outside the cluster).
+    #[arg(long, value_name = "URL")]
+    webhook_url: Option<String>,
+    /// A DNS name the generated certificate covers (repeat; default: the
+    /// kolo-webhook Service's names and localhost).
+    #[arg(long, value_name = "NAME")]
+    webhook_dns_name: Vec<String>,
+    /// An IP address the generated certificate covers (repeat; default
+    /// 127.0.0.1).
+    #[arg(long, value_name = "IP")]
+    webhook_ip: Vec<IpAddr>,
+    /// Name of the Mutating- and ValidatingWebhookConfiguration.
+    #[arg(long, value_name = "NAME", default_value = "kolo")]
+    webhook_configuration_name: String,
+    /// Only pods in namespaces with this label (KEY=VALUE, repeat) go
+    /// through the webhooks; default: all namespaces.
+    #[arg(long, value_name = "KEY=VALUE")]
+    webhook_namespace_label: Vec<String>,
+    /// The API server's timeout for one webhook call, seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 3)]
+    webhook_timeout_seconds: i32,
+}
+
+fn split_pair<'a>(text: &'a str, sep: char, what: &str) -> Result<(&'a str, &'a str), String> {
+    text.split_once(sep).ok_or_else(|| format!("{what}: expected {sep} in {text:?}"))
+}
+
+impl WebhookArgs {
+    fn options(&self) -> Result<Option<WebhookOptions>, String> {
+        let Some(listen) = self.webhook_listen else { return Ok(None) };
+        let (ns, name) = split_pair(&self.webhook_secret, '/', "--webhook-secret")?;
+        let target = match &self.webhook_url {
+            Some(url) => ClientTarget::Url(url.clone()),
+            None => {
+                let (namespace, rest) =
+                    split_pair(&self.webhook_service, '/', "--webhook-service")?;
+                let (name, port) = split_pair(rest, ':', "--webhook-service")?;
+                let port =
+                    port.parse().map_err(|e| format!("--webhook-service port {port:?}: {e}"))?;
+                ClientTarget::Service { namespace: namespace.into(), name: name.into(), port }
+            }
+        };
+        let namespace_selector = self
+            .webhook_namespace_label
+            .iter()
+            .map(|l| {
+                split_pair(l, '=', "--webhook-namespace-label").map(|(k, v)| (k.into(), v.into()))
+            })
+            .collect::<Result<BTreeMap<String, String>, String>>()?;
+        let mut certificate = SelfSignedOptions::default();
+        if !self.webhook_dns_name.is_empty() || !self.webhook_ip.is_empty() {
+            certificate.dns_names = self.webhook_dns_name.clone();
+            certificate.ips = self.webhook_ip.clone();
+        }
+        Ok(Some(WebhookOptions {
+            listen,
+            secret: (ns.into(), name.into()),
+            certificate,
+            configurations: WebhookConfigurations {
+                name: self.webhook_configuration_name.clone(),
+                target,
+                namespace_selector,
+                timeout_seconds: self.webhook_timeout_seconds.clamp(1, 30),
+            },
+            decision_timeout: Duration::from_millis(500),
+        }))
+    }
+}
+
+/// Runs the manager until SIGTERM, or until leadership is lost.
+pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let webhook = args.webhook.options()?;
+    let options = ManagerOptions {
+        config_namespace: args.config_namespace,
+        config_name: args.config_name,
+        resync: Duration::from_secs(args.resync_seconds.max(1)),
+        node_selector: args.node_selector,
+        ..ManagerOptions::default()
+    };
+    let ComponentArgs { cluster, leader } = args.component;
+    cluster::run("manager", &cluster, None, |client, health, _| async move {
+        // Every replica serves admission; only the leader writes.
+        let webhook = async {
+            match webhook {
+                Some(w) => kolo_kube::webhook::run(client.clone(), w, health.clone()).await,
+                None => std::future::pending().await,
+            }
+        };
+        let controllers = async {
+            let leadership = cluster::lead(&client, &leader, "kolo-manager", &health).await;
+            Controller::new(client.clone(), options, health.clone()).run(leadership).await
+        };
+        tokio::select! {
+            r = webhook => r,
+            r = controllers => r,
+        }
+    })
+    .map_err(|e: ComponentError| e.into())
+}
