@@ -380,8 +380,7 @@ impl Qos {
             agent.set_be_usage_window(
                 window.filter(|s| *s > 1).map(|s| Duration::from_secs(s.unsigned_abs())),
             );
-        }
-        if fast {
+        } else {
             plan.evictions.clear();
             plan.writes.retain(|w| {
                 w.write.dir == state.be_dir && kolo_agent::qos::tightens(&w.write, &state.be)
