@@ -12,6 +12,7 @@ mod manager;
 mod noderesource;
 mod nodeslo;
 mod schedule;
+mod sim;
 mod slo_config;
 mod webhook;
 
@@ -111,6 +112,10 @@ enum Command {
         #[command(subcommand)]
         command: bench::Command,
     },
+    /// Simulate a cluster and compare policies (baseline Kubernetes vs kolo
+    /// co-location) on a synthetic day of LS services and batch jobs, running
+    /// kolo's real scheduler, manager and agent decisions. No cluster needed.
+    Sim(Box<sim::Args>),
     /// Print kolo's version.
     Version,
 }
@@ -166,6 +171,9 @@ fn main() -> ExitCode {
             bench::run(command, &mut std::io::stdout().lock()).map_err(CliError::Command)
         }
         Command::Manager { command } => manager::run(command).map_err(CliError::Command),
+        Command::Sim(args) => {
+            sim::run(&args, &mut std::io::stdout().lock()).map_err(CliError::Command)
+        }
         Command::Schedule { snapshots, config, output, all, explain, explain_all, now } => {
             let options = schedule::Options {
                 files: snapshots,
