@@ -194,7 +194,8 @@ mod tests {
     #[test]
     fn water_fill_cases() {
         // (demands+weights, available, expected allocations)
-        let cases: &[(&[(f64, f64)], f64, &[f64])] = &[
+        type Case<'a> = (&'a [(f64, f64)], f64, &'a [f64]);
+        let cases: &[Case] = &[
             (&[(100.0, 1.0), (200.0, 1.0)], 1000.0, &[100.0, 200.0]),
             (&[(1000.0, 1.0), (1000.0, 1.0)], 1000.0, &[500.0, 500.0]),
             (&[(100.0, 1.0), (1000.0, 1.0)], 600.0, &[100.0, 500.0]),

@@ -71,7 +71,7 @@ pub enum EngineError {
         /// The policy.
         policy: String,
         /// What it refused.
-        source: ApplyError,
+        source: Box<ApplyError>,
     },
     /// The agent could not read a simulated pod.
     #[error("policy {policy}: the agent refused pod {pod}: {source}")]
@@ -81,7 +81,7 @@ pub enum EngineError {
         /// The pod.
         pod: String,
         /// What is wrong.
-        source: PodStateError,
+        source: Box<PodStateError>,
     },
 }
 
@@ -295,7 +295,7 @@ impl<'a> Run<'a> {
                 );
                 let view = NodeView::from_node(&object).map_err(|e| EngineError::Apply {
                     policy: policy.name.clone(),
-                    source: ApplyError::from(e),
+                    source: Box::new(ApplyError::from(e)),
                 })?;
                 let strategy = match &colocation {
                     Some(c) => node_strategy(c, &view).0,
@@ -321,9 +321,10 @@ impl<'a> Run<'a> {
                     .spec;
                     node.agent = Some(AgentSide::new(&node, spec, &paths, start));
                 }
-                scheduler
-                    .apply_node(object, start)
-                    .map_err(|source| EngineError::Apply { policy: policy.name.clone(), source })?;
+                scheduler.apply_node(object, start).map_err(|source| EngineError::Apply {
+                    policy: policy.name.clone(),
+                    source: Box::new(source),
+                })?;
                 nodes.push(node);
             }
         }
@@ -418,7 +419,7 @@ impl<'a> Run<'a> {
             self.queue.pop_front();
             let pod = self.object(id);
             self.scheduler.apply_pod(pod, self.pods[id].created.max(now)).map_err(|source| {
-                EngineError::Apply { policy: self.policy.name.clone(), source }
+                EngineError::Apply { policy: self.policy.name.clone(), source: Box::new(source) }
             })?;
             self.pods[id].state = State::Pending;
             if !ls {
@@ -439,20 +440,20 @@ impl<'a> Run<'a> {
             let bound = objects::bound(&self.object(id), &req.node);
             let view = PodView::from_pod(&bound).map_err(|e| EngineError::Apply {
                 policy: self.policy.name.clone(),
-                source: ApplyError::from(e),
+                source: Box::new(ApplyError::from(e)),
             })?;
             if let Some(agent) = self.nodes[n].agent.as_mut() {
                 let state =
                     agent::pod_state(&bound, &self.paths).map_err(|source| EngineError::Agent {
                         policy: self.policy.name.clone(),
                         pod: req.pod.clone(),
-                        source,
+                        source: Box::new(source),
                     })?;
                 agent.state.pods.push(state);
             }
             self.scheduler.apply_pod(bound, now).map_err(|source| EngineError::Apply {
                 policy: self.policy.name.clone(),
-                source,
+                source: Box::new(source),
             })?;
             let r = &mut self.pods[id];
             r.state = State::Running;
@@ -598,7 +599,10 @@ impl<'a> Run<'a> {
                     }
                     agent::refresh_allocatable(node);
                     self.scheduler.apply_node(object, now).map_err(|source| {
-                        EngineError::Apply { policy: self.policy.name.clone(), source }
+                        EngineError::Apply {
+                            policy: self.policy.name.clone(),
+                            source: Box::new(source),
+                        }
                     })?;
                 }
             }

@@ -240,7 +240,9 @@ mod tests {
         let cases = [
             (PodClass::Ls, QoSClass::LS, PriorityClass::Prod, ResourceName::Cpu),
             (PodClass::Batch, QoSClass::BE, PriorityClass::Batch, ResourceName::BatchCpu),
-            (PodClass::Native, QoSClass::LS, PriorityClass::None, ResourceName::Cpu),
+            // A plain Guaranteed pod with whole CPUs: kolo reads it as LSR /
+            // prod; only the baseline uses it, which runs no agent.
+            (PodClass::Native, QoSClass::LSR, PriorityClass::Prod, ResourceName::Cpu),
         ];
         for (class, qos, prio, cpu) in cases {
             let p = pod_object("ns", "p", "u1", class, 2000, 1 << 30, now);

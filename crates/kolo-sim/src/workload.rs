@@ -155,7 +155,7 @@ pub fn generate(scenario: &Scenario, size: ClusterSize) -> Workload {
     let mut batch = Vec::new();
     let mut t = 0.0;
     let mut jobs = 0u32;
-    while rate > 0.0 {
+    while rate > 0.0 && t < horizon {
         let u: f64 = rng.random();
         t += -(1.0 - u).max(f64::MIN_POSITIVE).ln() / rate;
         if t >= horizon {

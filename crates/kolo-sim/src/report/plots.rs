@@ -23,6 +23,9 @@ const PALETTE: [RGBColor; 6] = [
     RGBColor(0xff, 0x7f, 0x0e),
 ];
 
+/// A named series: label, colour, value of a step.
+type Named = (&'static str, RGBColor, fn(&StepRecord) -> f64);
+
 /// A plotting failure (only possible with a broken backend; reported in
 /// the page instead of the plot).
 type PlotResult = Result<(), Box<dyn std::error::Error>>;
@@ -143,7 +146,7 @@ pub fn stacked(run: &PolicyRun, capacity_cores: f64) -> String {
             .y_desc("CPU (cores)")
             .y_label_formatter(&|v| format!("{v:.0}"))
             .draw()?;
-        let layers: [(&str, RGBColor, fn(&StepRecord) -> f64); 3] = [
+        let layers: [Named; 3] = [
             ("BE pods", RGBColor(0xff, 0x9f, 0x4a), |s| s.system_cpu + s.ls_cpu + s.be_cpu),
             ("LS pods", RGBColor(0x1f, 0x77, 0xb4), |s| s.system_cpu + s.ls_cpu),
             ("system", RGBColor(0x99, 0x99, 0x99), |s| s.system_cpu),
@@ -197,7 +200,7 @@ pub fn batch(run: &PolicyRun) -> String {
             .y_label_area_size(72)
             .build_cartesian_2d(0f64..max_h, 0f64..top)?;
         chart.configure_mesh().x_desc("simulated time (h)").y_desc("CPU (cores)").draw()?;
-        let lines: [(&str, RGBColor, fn(&StepRecord) -> f64); 3] = [
+        let lines: [Named; 3] = [
             ("batch-cpu allocatable (Σ nodes)", RGBColor(0x2c, 0xa0, 0x2c), |s| {
                 s.batch_allocatable
             }),
