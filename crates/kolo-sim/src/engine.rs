@@ -4,7 +4,7 @@
 //! Per step of `stepSeconds` (default 10 s), in order:
 //!
 //! 1. batch pods that arrived are handed to the scheduler, at most
-//!    `maxPendingPods` waiting there at a time (the rest wait in the job
+//!    `pendingPodsPerNode` × nodes waiting there at a time (the rest wait in the job
 //!    controller's queue); LS pods are all created at the start;
 //! 2. the scheduler (`kolo_scheduler::Scheduler`, the policy's profile and
 //!    plugins) runs until idle; every bind starts the pod on its node;
@@ -213,8 +213,10 @@ pub enum Phase {
     Nodes,
     /// The agents' QoS strategies.
     Agent,
-    /// NodeMetric reports and the manager's noderesource.
+    /// NodeMetric reports and the manager's noderesource (in parallel).
     Reports,
+    /// Handing the reports and the updated Nodes to the scheduler.
+    Publish,
     /// Recording the step.
     Record,
 }
@@ -409,7 +411,7 @@ impl<'a> Run<'a> {
     }
 
     fn submit_queued(&mut self) -> Result<(), EngineError> {
-        let cap = self.scenario.batch.max_pending_pods;
+        let cap = self.scenario.max_pending_pods();
         let now = self.start;
         while let Some(&id) = self.queue.front() {
             let ls = self.pods[id].class == PodClass::Ls;
@@ -581,6 +583,7 @@ impl<'a> Run<'a> {
                 .map(|s| s.colocation.as_ref().is_some_and(|c| c.cluster.is_enabled()));
             let reports: Vec<_> =
                 self.nodes.par_iter_mut().map(|n| manager::report(n, manager, now)).collect();
+            observe(Event::Phase(Phase::Publish));
             for (n, report) in reports.into_iter().enumerate() {
                 self.scheduler.apply_node_metric(report.metric, now);
                 if report.allocatable_changed {

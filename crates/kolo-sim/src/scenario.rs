@@ -208,9 +208,11 @@ pub struct BatchWorkload {
     pub usage_of_request_max: f64,
     /// Memory usage as a fraction of the request.
     pub memory_usage_of_request: f64,
-    /// At most this many pods wait in the scheduler; the rest wait in the
-    /// job controller's queue (as batch frameworks limit pending pods).
-    pub max_pending_pods: usize,
+    /// At most this many pods per node (rounded up, at least 1) wait in the
+    /// scheduler; the rest wait in the job controller's queue (as batch
+    /// frameworks limit their pending pods). Retrying unschedulable pods is
+    /// what a run spends most of its time on.
+    pub pending_pods_per_node: f64,
     /// Re-submit evicted or OOM-killed pods (from the start).
     pub retry_evicted: bool,
 }
@@ -230,7 +232,7 @@ impl Default for BatchWorkload {
             usage_of_request_min: 0.85,
             usage_of_request_max: 1.0,
             memory_usage_of_request: 0.8,
-            max_pending_pods: 500,
+            pending_pods_per_node: 0.125,
             retry_evicted: true,
         }
     }
@@ -366,6 +368,10 @@ impl Scenario {
         if self.batch.usage_of_request_max < self.batch.usage_of_request_min {
             return Err(("batch.usageOfRequestMax", "is below usageOfRequestMin".into()));
         }
+        if !(self.batch.pending_pods_per_node > 0.0 && self.batch.pending_pods_per_node.is_finite())
+        {
+            return Err(("batch.pendingPodsPerNode", "must be > 0".into()));
+        }
         if self.batch.max_tasks == 0 {
             return Err(("batch.maxTasks", "must be > 0".into()));
         }
@@ -381,6 +387,11 @@ impl Scenario {
     /// Number of nodes.
     pub fn node_count(&self) -> usize {
         self.cluster.node_groups.iter().map(|g| g.count).sum()
+    }
+
+    /// Most batch pods waiting in the scheduler at a time.
+    pub fn max_pending_pods(&self) -> usize {
+        ((self.batch.pending_pods_per_node * self.node_count() as f64).ceil() as usize).max(1)
     }
 
     /// Number of steps.
