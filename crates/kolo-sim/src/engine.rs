@@ -380,34 +380,17 @@ impl<'a> Run<'a> {
     fn object(&self, id: usize) -> k8s_openapi::api::core::v1::Pod {
         let r = &self.pods[id];
         let uid = pod_uid(id as u32);
-        match r.class {
+        let (namespace, name, cpu, memory) = match r.class {
             PodClass::Ls => {
                 let p = &self.workload.ls[r.source];
-                let name = format!("svc-{}-{id}", p.service);
-                objects::pod_object(
-                    LS_NAMESPACE,
-                    &name,
-                    &uid,
-                    r.class,
-                    p.cpu_request,
-                    p.memory_request,
-                    r.created,
-                )
+                (LS_NAMESPACE, format!("svc-{}-{id}", p.service), p.cpu_request, p.memory_request)
             }
             PodClass::Batch | PodClass::Native => {
                 let p = &self.workload.batch[r.source];
-                let name = format!("job-{}-{id}", p.job);
-                objects::pod_object(
-                    BATCH_NAMESPACE,
-                    &name,
-                    &uid,
-                    r.class,
-                    p.cpu_request,
-                    p.memory_request,
-                    r.created,
-                )
+                (BATCH_NAMESPACE, format!("job-{}-{id}", p.job), p.cpu_request, p.memory_request)
             }
-        }
+        };
+        objects::pod_object(namespace, &name, &uid, r.class, cpu, memory, r.created)
     }
 
     fn submit_queued(&mut self) -> Result<(), EngineError> {

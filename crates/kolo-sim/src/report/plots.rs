@@ -1,6 +1,7 @@
 //! The report's plots, drawn by plotters into SVG strings: every plot has a
 //! title, labelled axes with units and a legend.
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 use super::PolicyRun;
@@ -64,25 +65,76 @@ fn draw(
     }
 }
 
+type Root<'b> = DrawingArea<SVGBackend<'b>, plotters::coord::Shift>;
+type TimeChart<'a, 'b> =
+    ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// A chart over simulated time (x from 0 to `hours`, y from 0 to `top`)
+/// with its title and labelled axes.
+fn time_chart<'a, 'b>(
+    root: &'a Root<'b>,
+    caption: &str,
+    (hours, top): (f64, f64),
+    (x_desc, y_desc): (&str, &str),
+) -> Result<TimeChart<'a, 'b>, Box<dyn std::error::Error>> {
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(root)
+        .caption(caption, ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(44)
+        .y_label_area_size(72)
+        .build_cartesian_2d(0f64..hours.max(1e-6), 0f64..top.max(1e-6))?;
+    let decimals = if top >= 10.0 { 0 } else { 1 };
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .y_label_formatter(&|v| format!("{v:.decimals$}"))
+        .draw()?;
+    Ok(chart)
+}
+
+/// A legend entry drawn as a line.
+fn line_key(
+    c: RGBColor,
+    width: u32,
+    length: i32,
+) -> impl Fn((i32, i32)) -> PathElement<(i32, i32)> {
+    move |(x, y)| PathElement::new(vec![(x, y), (x + length, y)], c.stroke_width(width))
+}
+
+/// Draws the legend at `position` and finishes the plot.
+fn finish<'a, 'b>(
+    root: &Root<'b>,
+    chart: &mut TimeChart<'a, 'b>,
+    position: SeriesLabelPosition,
+) -> PlotResult
+where
+    'b: 'a,
+{
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
 /// Cluster CPU utilization over time, one line per policy, plus the LS +
 /// system level (the same workload in every policy).
 pub fn utilization(runs: &[PolicyRun]) -> String {
     draw(|root| {
-        root.fill(&WHITE)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption("Cluster CPU utilization", ("sans-serif", 22))
-            .margin(12)
-            .x_label_area_size(44)
-            .y_label_area_size(64)
-            .build_cartesian_2d(0f64..hours(runs), 0f64..100f64)?;
-        chart
-            .configure_mesh()
-            .x_desc("simulated time (h)")
-            .y_desc("CPU used / capacity (%)")
-            .y_label_formatter(&|v| format!("{v:.0}"))
-            .draw()?;
+        let mut chart = time_chart(
+            &root,
+            "Cluster CPU utilization",
+            (hours(runs), 100.0),
+            ("simulated time (h)", "CPU used / capacity (%)"),
+        )?;
         for (i, r) in runs.iter().enumerate() {
             let c = colour(i + 1);
+            let summary = &r.result.summary;
             chart
                 .draw_series(LineSeries::new(
                     series(&r.result.steps, |s| s.cpu_utilization * 100.0),
@@ -90,15 +142,13 @@ pub fn utilization(runs: &[PolicyRun]) -> String {
                 ))?
                 .label(format!(
                     "{} (avg {:.1}%)",
-                    r.result.summary.policy,
-                    r.result.summary.cpu_utilization_avg * 100.0
+                    summary.policy,
+                    summary.cpu_utilization_avg * 100.0
                 ))
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
-                });
+                .legend(line_key(c, 2, 20));
         }
         if let Some(r) = runs.first() {
-            let total = |s: &StepRecord| {
+            let ls_only = |s: &StepRecord| {
                 let used = s.system_cpu + s.ls_cpu + s.be_cpu;
                 if used > 0.0 {
                     s.cpu_utilization * (s.system_cpu + s.ls_cpu) / used * 100.0
@@ -106,46 +156,29 @@ pub fn utilization(runs: &[PolicyRun]) -> String {
                     0.0
                 }
             };
-            let c = colour(0);
             chart
-                .draw_series(LineSeries::new(series(&r.result.steps, total), c.stroke_width(1)))?
+                .draw_series(LineSeries::new(
+                    series(&r.result.steps, ls_only),
+                    colour(0).stroke_width(1),
+                ))?
                 .label("LS + system only")
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(1))
-                });
+                .legend(line_key(colour(0), 1, 20));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()?;
-        root.present()?;
-        Ok(())
+        finish(&root, &mut chart, SeriesLabelPosition::UpperRight)
     })
 }
 
 /// One policy's CPU use stacked: system, LS, BE, against capacity.
 pub fn stacked(run: &PolicyRun, capacity_cores: f64) -> String {
     draw(|root| {
-        root.fill(&WHITE)?;
         let steps = &run.result.steps;
-        let max_h = steps.last().map_or(1.0, |s| s.hour).max(1e-6);
-        let mut chart = ChartBuilder::on(&root)
-            .caption(
-                format!("{}: CPU used by LS and BE (stacked)", run.result.summary.policy),
-                ("sans-serif", 22),
-            )
-            .margin(12)
-            .x_label_area_size(44)
-            .y_label_area_size(72)
-            .build_cartesian_2d(0f64..max_h, 0f64..capacity_cores * 1.25)?;
-        chart
-            .configure_mesh()
-            .x_desc("simulated time (h)")
-            .y_desc("CPU (cores)")
-            .y_label_formatter(&|v| format!("{v:.0}"))
-            .draw()?;
+        let max_h = steps.last().map_or(1.0, |s| s.hour);
+        let mut chart = time_chart(
+            &root,
+            &format!("{}: CPU used by LS and BE (stacked)", run.result.summary.policy),
+            (max_h, capacity_cores * 1.25),
+            ("simulated time (h)", "CPU (cores)"),
+        )?;
         let layers: [Named; 3] = [
             ("BE pods", RGBColor(0xff, 0x9f, 0x4a), |s| s.system_cpu + s.ls_cpu + s.be_cpu),
             ("LS pods", RGBColor(0x1f, 0x77, 0xb4), |s| s.system_cpu + s.ls_cpu),
@@ -163,15 +196,8 @@ pub fn stacked(run: &PolicyRun, capacity_cores: f64) -> String {
                 BLACK.stroke_width(2),
             ))?
             .label(format!("capacity ({capacity_cores:.0} cores)"))
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.stroke_width(2)));
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()?;
-        root.present()?;
-        Ok(())
+            .legend(line_key(BLACK, 2, 20));
+        finish(&root, &mut chart, SeriesLabelPosition::UpperRight)
     })
 }
 
@@ -179,27 +205,19 @@ pub fn stacked(run: &PolicyRun, capacity_cores: f64) -> String {
 /// what BE pods requested and used.
 pub fn batch(run: &PolicyRun) -> String {
     draw(|root| {
-        root.fill(&WHITE)?;
         let steps = &run.result.steps;
-        let max_h = steps.last().map_or(1.0, |s| s.hour).max(1e-6);
+        let max_h = steps.last().map_or(1.0, |s| s.hour);
         let top = steps
             .iter()
             .map(|s| s.batch_allocatable.max(s.be_requested).max(s.be_cpu))
             .fold(1.0, f64::max)
             * 1.1;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(
-                format!(
-                    "{}: batch allocatable vs BE requested and used",
-                    run.result.summary.policy
-                ),
-                ("sans-serif", 22),
-            )
-            .margin(12)
-            .x_label_area_size(44)
-            .y_label_area_size(72)
-            .build_cartesian_2d(0f64..max_h, 0f64..top)?;
-        chart.configure_mesh().x_desc("simulated time (h)").y_desc("CPU (cores)").draw()?;
+        let mut chart = time_chart(
+            &root,
+            &format!("{}: batch allocatable vs BE requested and used", run.result.summary.policy),
+            (max_h, top),
+            ("simulated time (h)", "CPU (cores)"),
+        )?;
         let lines: [Named; 3] = [
             ("batch-cpu allocatable (Σ nodes)", RGBColor(0x2c, 0xa0, 0x2c), |s| {
                 s.batch_allocatable
@@ -211,36 +229,28 @@ pub fn batch(run: &PolicyRun) -> String {
             chart
                 .draw_series(LineSeries::new(series(steps, f), c.stroke_width(2)))?
                 .label(name)
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
-                });
+                .legend(line_key(c, 2, 20));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()?;
-        root.present()?;
-        Ok(())
+        finish(&root, &mut chart, SeriesLabelPosition::LowerRight)
     })
+}
+
+/// (hour, count) per simulated hour of a per-step count.
+fn per_hour(steps: &[StepRecord], f: fn(&StepRecord) -> u64) -> Vec<(f64, f64)> {
+    let mut out: Vec<(f64, f64)> = Vec::new();
+    for s in steps {
+        let end = (s.hour - 1e-9).max(0.0).floor() + 1.0;
+        match out.last_mut() {
+            Some(last) if last.0 == end => last.1 += f(s) as f64,
+            _ => out.push((end, f(s) as f64)),
+        }
+    }
+    out
 }
 
 /// Evictions and OOM kills per hour, one pair of lines per policy.
 pub fn evictions(runs: &[PolicyRun]) -> String {
-    let per_hour = |steps: &[StepRecord], f: fn(&StepRecord) -> u64| -> Vec<(f64, f64)> {
-        let mut out: Vec<(f64, f64)> = Vec::new();
-        for s in steps {
-            let h = (s.hour - 1e-9).max(0.0).floor();
-            match out.last_mut() {
-                Some(last) if last.0 == h + 1.0 => last.1 += f(s) as f64,
-                _ => out.push((h + 1.0, f(s) as f64)),
-            }
-        }
-        out
-    };
     draw(|root| {
-        root.fill(&WHITE)?;
         let data: Vec<_> = runs
             .iter()
             .map(|r| {
@@ -252,50 +262,29 @@ pub fn evictions(runs: &[PolicyRun]) -> String {
             .collect();
         let top = data.iter().flat_map(|(e, o)| e.iter().chain(o)).map(|p| p.1).fold(1.0, f64::max)
             * 1.15;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(
-                "BE pods evicted (agent) and OOM-killed (kernel), per hour",
-                ("sans-serif", 22),
-            )
-            .margin(12)
-            .x_label_area_size(44)
-            .y_label_area_size(64)
-            .build_cartesian_2d(0f64..hours(runs).ceil(), 0f64..top)?;
-        chart
-            .configure_mesh()
-            .x_desc("simulated time (h, end of each hour)")
-            .y_desc("pods per hour")
-            .draw()?;
+        let mut chart = time_chart(
+            &root,
+            "BE pods evicted (agent) and OOM-killed (kernel), per hour",
+            (hours(runs).ceil(), top),
+            ("simulated time (h, end of each hour)", "pods per hour"),
+        )?;
         for (i, (r, (ev, oom))) in runs.iter().zip(data).enumerate() {
             let c = colour(i + 1);
+            let summary = &r.result.summary;
             chart
                 .draw_series(LineSeries::new(ev.clone(), c.stroke_width(2)))?
-                .label(format!(
-                    "{}: evicted ({} total)",
-                    r.result.summary.policy, r.result.summary.be_pods_evicted
-                ))
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
-                });
+                .label(format!("{}: evicted ({} total)", summary.policy, summary.be_pods_evicted))
+                .legend(line_key(c, 2, 20));
             chart.draw_series(ev.iter().map(|p| Circle::new(*p, 3, c.filled())))?;
             chart
                 .draw_series(DashedLineSeries::new(oom, 6, 4, c.stroke_width(2)))?
                 .label(format!(
                     "{}: OOM-killed ({} total)",
-                    r.result.summary.policy, r.result.summary.be_pods_oom_killed
+                    summary.policy, summary.be_pods_oom_killed
                 ))
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 8, y)], c.stroke_width(2))
-                });
+                .legend(line_key(c, 2, 8));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()?;
-        root.present()?;
-        Ok(())
+        finish(&root, &mut chart, SeriesLabelPosition::UpperRight)
     })
 }
 
