@@ -4,8 +4,10 @@
 //! Per step of `stepSeconds` (default 10 s), in order:
 //!
 //! 1. batch pods that arrived are handed to the scheduler, at most
-//!    `pendingPodsPerNode` × nodes waiting there at a time (the rest wait in the job
-//!    controller's queue); LS pods are all created at the start;
+//!    `pendingPodsPerNode` × nodes of each CPU size waiting there at a time
+//!    (the rest wait in the job controller's queue of their size, so pods
+//!    too big for any node do not hold back smaller ones); LS pods are all
+//!    created at the start;
 //! 2. the scheduler (`kolo_scheduler::Scheduler`, the policy's profile and
 //!    plugins) runs until idle; every bind starts the pod on its node;
 //! 3. every node advances ([`crate::node`], in parallel): demands,
@@ -179,8 +181,12 @@ struct Run<'a> {
     nodes: Vec<SimNode>,
     node_index: BTreeMap<String, usize>,
     pods: Vec<PodRecord>,
-    queue: VecDeque<usize>,
-    in_scheduler: usize,
+    /// LS pods not yet handed to the scheduler.
+    ls_queue: VecDeque<usize>,
+    /// Batch pods not yet handed to the scheduler, by CPU request.
+    queues: BTreeMap<i64, VecDeque<usize>>,
+    /// Batch pods waiting in the scheduler, by CPU request.
+    in_scheduler: BTreeMap<i64, usize>,
     paths: kolo_agent::cgroup::PodPaths,
     start: Timestamp,
     // counters
@@ -344,8 +350,9 @@ impl<'a> Run<'a> {
             nodes,
             node_index,
             pods: Vec::new(),
-            queue: VecDeque::new(),
-            in_scheduler: 0,
+            ls_queue: VecDeque::new(),
+            queues: BTreeMap::new(),
+            in_scheduler: BTreeMap::new(),
             paths,
             start,
             submitted: 0,
@@ -373,7 +380,13 @@ impl<'a> Run<'a> {
         if class != PodClass::Ls {
             self.submitted += 1;
         }
-        self.queue.push_back(id);
+        match class {
+            PodClass::Ls => self.ls_queue.push_back(id),
+            _ => {
+                let size = self.workload.batch[source].cpu_request;
+                self.queues.entry(size).or_default().push_back(id);
+            }
+        }
     }
 
     /// The pod object of record `id` (pending).
@@ -395,21 +408,24 @@ impl<'a> Run<'a> {
 
     fn submit_queued(&mut self) -> Result<(), EngineError> {
         let cap = self.scenario.max_pending_pods();
-        let now = self.start;
-        while let Some(&id) = self.queue.front() {
-            let ls = self.pods[id].class == PodClass::Ls;
-            if !ls && self.in_scheduler >= cap {
-                break;
+        let mut ready: Vec<usize> = self.ls_queue.drain(..).collect();
+        for (size, queue) in &mut self.queues {
+            let waiting = self.in_scheduler.entry(*size).or_default();
+            while *waiting < cap {
+                let Some(id) = queue.pop_front() else { break };
+                *waiting += 1;
+                ready.push(id);
             }
-            self.queue.pop_front();
+        }
+        for id in ready {
             let pod = self.object(id);
-            self.scheduler.apply_pod(pod, self.pods[id].created.max(now)).map_err(|source| {
-                EngineError::Apply { policy: self.policy.name.clone(), source: Box::new(source) }
-            })?;
+            self.scheduler.apply_pod(pod, self.pods[id].created.max(self.start)).map_err(
+                |source| EngineError::Apply {
+                    policy: self.policy.name.clone(),
+                    source: Box::new(source),
+                },
+            )?;
             self.pods[id].state = State::Pending;
-            if !ls {
-                self.in_scheduler += 1;
-            }
         }
         Ok(())
     }
@@ -452,8 +468,10 @@ impl<'a> Run<'a> {
                     }
                 }
                 PodClass::Batch | PodClass::Native => {
-                    self.in_scheduler -= 1;
                     let p = &self.workload.batch[r.source];
+                    if let Some(waiting) = self.in_scheduler.get_mut(&p.cpu_request) {
+                        *waiting = waiting.saturating_sub(1);
+                    }
                     Work::Be { demand: p.demand, left: p.work, memory: p.memory_usage }
                 }
             };
@@ -626,9 +644,8 @@ impl<'a> Run<'a> {
         ] {
             *v /= 1000.0;
         }
-        r.be_pending = (self.in_scheduler
-            + self.queue.iter().filter(|&&i| self.pods[i].class != PodClass::Ls).count())
-            as u64;
+        r.be_pending = (self.in_scheduler.values().sum::<usize>()
+            + self.queues.values().map(VecDeque::len).sum::<usize>()) as u64;
         r.evictions = self.step_evictions;
         r.oom_kills = self.step_ooms;
         r
