@@ -232,7 +232,7 @@ impl Default for BatchWorkload {
             usage_of_request_min: 0.85,
             usage_of_request_max: 1.0,
             memory_usage_of_request: 0.8,
-            pending_pods_per_node: 0.125,
+            pending_pods_per_node: 0.05,
             retry_evicted: true,
         }
     }
