@@ -336,8 +336,9 @@ pub fn heatmap(policy: &str, heat: &HeatMap) -> String {
             .x_desc("simulated time (h)")
             .y_desc("node (row)")
             .y_label_formatter(&|y| {
-                let i = (*y as usize).min(rows.len().saturating_sub(1));
-                rows.get(i).map_or(String::new(), |(node, _)| format!("#{node}"))
+                // Only rows that exist get a label (the axis ends one past
+                // the last row).
+                rows.get(*y as usize).map_or(String::new(), |(node, _)| format!("#{node}"))
             })
             .draw()?;
         let bucket = heat.bucket_hours;
