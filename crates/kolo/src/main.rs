@@ -16,6 +16,7 @@ mod noderesource;
 mod nodeslo;
 mod schedule;
 mod scheduler_run;
+mod sim;
 mod slo_config;
 mod webhook;
 
@@ -120,6 +121,10 @@ enum Command {
         #[command(subcommand)]
         command: bench::Command,
     },
+    /// Simulate a cluster and compare policies (baseline Kubernetes vs kolo
+    /// co-location) on a synthetic day of LS services and batch jobs, running
+    /// kolo's real scheduler, manager and agent decisions. No cluster needed.
+    Sim(Box<sim::Args>),
     /// Print kolo's version.
     Version,
 }
@@ -178,6 +183,9 @@ fn main() -> ExitCode {
             scheduler_run::run(*args).map_err(|e| CliError::Command(e.into()))
         }
         Command::Manager { command } => manager::run(command).map_err(CliError::Command),
+        Command::Sim(args) => {
+            sim::run(&args, &mut std::io::stdout().lock()).map_err(CliError::Command)
+        }
         Command::Schedule { snapshots, config, output, all, explain, explain_all, now } => {
             let options = schedule::Options {
                 files: snapshots,

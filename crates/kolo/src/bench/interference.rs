@@ -119,7 +119,9 @@ struct Run {
 /// Surge-to-suppression times.
 #[derive(Debug, Serialize)]
 struct Reaction {
-    /// Each surge's reaction, milliseconds.
+    /// Each surge: until the agent's first cut of the BE quota, ms.
+    first_cut_ms: Vec<f64>,
+    /// Each surge's reaction (quota down by half a core), milliseconds.
     ms: Vec<f64>,
     median_ms: f64,
     max_ms: f64,
@@ -395,13 +397,19 @@ fn measure(
 /// reaction. The busy loop then stops and the quota must come back.
 fn surge_reactions(tree: &mut Tree, surges: u32) -> Result<Reaction, BoxError> {
     let mut ms = Vec::new();
+    let mut first_cut_ms = Vec::new();
     let mut released_s = Vec::new();
     for n in 0..surges {
         let before = settled_quota(&tree.sandbox)?;
         let start = Instant::now();
         let spinner = tree.sandbox.spawn(&tree.ls_rel, Workload::Spin)?;
+        let mut first_cut = None;
         let reacted = loop {
-            if be_quota_cores(&tree.sandbox)?.is_some_and(|q| q <= before - 0.5) {
+            let quota = be_quota_cores(&tree.sandbox)?;
+            if first_cut.is_none() && quota.is_some_and(|q| q < before - 1e-9) {
+                first_cut = Some(start.elapsed());
+            }
+            if quota.is_some_and(|q| q <= before - 0.5) {
                 break Some(start.elapsed());
             }
             if start.elapsed() > Duration::from_secs(5) {
@@ -414,6 +422,7 @@ fn surge_reactions(tree: &mut Tree, surges: u32) -> Result<Reaction, BoxError> {
             format!("surge {}: the BE quota did not drop from {before:.2} cores within 5 s", n + 1)
         })?;
         ms.push(reacted.as_secs_f64() * 1000.0);
+        first_cut_ms.push(first_cut.unwrap_or(reacted).as_secs_f64() * 1000.0);
         let stopped = Instant::now();
         loop {
             if be_quota_cores(&tree.sandbox)?.is_none_or(|q| q >= before - 0.1) {
@@ -433,6 +442,7 @@ fn surge_reactions(tree: &mut Tree, surges: u32) -> Result<Reaction, BoxError> {
     Ok(Reaction {
         median_ms: sorted[sorted.len() / 2],
         max_ms: sorted[sorted.len() - 1],
+        first_cut_ms,
         ms,
         released_s,
     })
@@ -504,6 +514,8 @@ fn print_text(r: &Report, out: &mut dyn Write) -> Result<(), BoxError> {
     if let Some(re) = &r.reaction {
         let list: Vec<String> = re.ms.iter().map(|m| format!("{m:.0}")).collect();
         let released: Vec<String> = re.released_s.iter().map(|s| format!("{s:.1}")).collect();
+        let first: Vec<String> = re.first_cut_ms.iter().map(|m| format!("{m:.0}")).collect();
+        writeln!(out, "LS surge → first BE quota cut: {} ms", first.join(", "))?;
         writeln!(
             out,
             "LS surge → BE quota cut by ≥ 0.5 core: {} ms (median {:.0} ms, max {:.0} ms); released after {} s",

@@ -1,0 +1,745 @@
+//! The engine: advances simulated time step by step, running the real
+//! decision code around the simulated world.
+//!
+//! Per step of `stepSeconds` (default 10 s), in order:
+//!
+//! 1. batch pods that arrived are handed to the scheduler, at most
+//!    `pendingPodsPerNode` × nodes of each CPU size waiting there at a time
+//!    (the rest wait in the job controller's queue of their size, so pods
+//!    too big for any node do not hold back smaller ones); LS pods are all
+//!    created at the start;
+//! 2. the scheduler (`kolo_scheduler::Scheduler`, the policy's profile and
+//!    plugins) runs until idle; every bind starts the pod on its node;
+//! 3. every node advances ([`crate::node`], in parallel): demands,
+//!    contention, BE progress, memory, OOM kills;
+//! 4. pods that completed or were killed leave their node and the
+//!    scheduler's cache;
+//! 5. every `agentIntervalSeconds`, each node's agent runs the QoS
+//!    strategies ([`crate::agent`]): BE CPU cap, evictions;
+//! 6. every `reportIntervalSeconds`, each node reports its NodeMetric (to
+//!    the scheduler's load-aware plugin) and the manager recomputes its
+//!    batch allocatable ([`crate::manager`]); a change the throttle lets
+//!    through updates the Node the scheduler sees;
+//! 7. the step's cluster totals are recorded.
+//!
+//! The engine is a pure function of (scenario, workload, policy): no clock,
+//! no I/O; nodes advance in parallel but every result is combined in node
+//! order, so a seed gives the same numbers on any number of threads.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use k8s_openapi::jiff::SignedDuration;
+use kolo_agent::qos::PodStateError;
+use kolo_core::clock::Timestamp;
+use kolo_core::node::NodeView;
+use kolo_core::pod::PodView;
+use kolo_manager::config::ColocationStrategy;
+use kolo_manager::noderesource::node_strategy;
+use kolo_manager::nodeslo::render_node_slo;
+use kolo_scheduler::binder::{BindCompletion, BindRequest, Binder};
+use kolo_scheduler::config::ConfigError;
+use kolo_scheduler::plugins::{DEFAULT_PLUGINS, registry};
+use kolo_scheduler::scheduler::{ApplyError, Scheduler};
+use rayon::prelude::*;
+
+use crate::agent::{self, AgentSide, pod_id, pod_uid};
+use crate::manager;
+use crate::metrics::{HeatMap, Histogram, StepRecord, Summary, quantile};
+use crate::node::{Exit, NodePod, SimNode, StepInputs, Work};
+use crate::objects::{self, BATCH_NAMESPACE, LS_NAMESPACE, PodClass};
+use crate::policy::Policy;
+use crate::scenario::Scenario;
+use crate::workload::{ClusterSize, Workload};
+
+const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+/// Simulated time starts here (a Monday, midnight UTC).
+pub const START: &str = "2026-01-05T00:00:00Z";
+
+/// Why a run could not proceed.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The policy's scheduler configuration was refused.
+    #[error("policy {policy}: scheduler: {source}")]
+    Scheduler {
+        /// The policy.
+        policy: String,
+        /// What is wrong.
+        source: ConfigError,
+    },
+    /// The scheduler refused a simulated object.
+    #[error("policy {policy}: the scheduler refused {source}")]
+    Apply {
+        /// The policy.
+        policy: String,
+        /// What it refused.
+        source: Box<ApplyError>,
+    },
+    /// The agent could not read a simulated pod.
+    #[error("policy {policy}: the agent refused pod {pod}: {source}")]
+    Agent {
+        /// The policy.
+        policy: String,
+        /// The pod.
+        pod: String,
+        /// What is wrong.
+        source: Box<PodStateError>,
+    },
+}
+
+/// Everything a run produced.
+#[derive(Debug, Clone)]
+pub struct RunResult {
+    /// The summary.
+    pub summary: Summary,
+    /// One record per step.
+    pub steps: Vec<StepRecord>,
+    /// Per-node utilization over time.
+    pub heat: HeatMap,
+}
+
+/// Sizes of a node group's nodes.
+fn node_resources(g: &crate::scenario::NodeGroup) -> ((i64, i64), (i64, i64)) {
+    let cpu = i64::from(g.cpu) * 1000;
+    let memory = (g.memory_gib * GIB) as i64;
+    let alloc_cpu = (cpu - (g.reserved_cpu * 1000.0) as i64).max(0);
+    let alloc_memory = (memory - (g.reserved_memory_gib * GIB) as i64).max(0);
+    ((cpu, memory), (alloc_cpu, alloc_memory))
+}
+
+/// The cluster's totals, for the workload generator.
+pub fn cluster_size(scenario: &Scenario) -> ClusterSize {
+    let (mut cap, mut alloc) = (0.0, 0.0);
+    for g in &scenario.cluster.node_groups {
+        let ((c, _), (a, _)) = node_resources(g);
+        cap += g.count as f64 * c as f64;
+        alloc += g.count as f64 * a as f64;
+    }
+    ClusterSize { cpu_capacity: cap, cpu_allocatable: alloc }
+}
+
+/// CPU ids → (socket, core) the way Linux numbers them: first one thread
+/// of every core, then the siblings.
+pub fn topology(cpus: u32, sockets: u32, threads: u32) -> BTreeMap<u32, (u32, u32)> {
+    let cores = (cpus / threads).max(1);
+    let per_socket = (cores / sockets).max(1);
+    (0..cpus)
+        .map(|c| {
+            let core = c % cores;
+            (c, ((core / per_socket).min(sockets - 1), core))
+        })
+        .collect()
+}
+
+/// Collects bind requests; binds instantly.
+#[derive(Debug, Default)]
+struct SimBinder {
+    requests: Mutex<Vec<BindRequest>>,
+}
+
+impl Binder for SimBinder {
+    fn bind(&self, completion: BindCompletion) {
+        self.requests.lock().unwrap_or_else(|p| p.into_inner()).push(completion.request().clone());
+        completion.finish(Ok(()));
+    }
+}
+
+impl SimBinder {
+    fn drain(&self) -> Vec<BindRequest> {
+        std::mem::take(&mut *self.requests.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+/// Where a pod is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Queued,
+    Pending,
+    Running,
+    Completed,
+    Evicted,
+    OomKilled,
+}
+
+/// A pod of the run.
+#[derive(Debug, Clone)]
+struct PodRecord {
+    class: PodClass,
+    /// Index into the workload's LS or batch list.
+    source: usize,
+    state: State,
+    created: Timestamp,
+}
+
+/// The run's mutable state.
+struct Run<'a> {
+    scenario: &'a Scenario,
+    workload: &'a Workload,
+    policy: &'a Policy,
+    scheduler: Scheduler,
+    binder: Arc<SimBinder>,
+    nodes: Vec<SimNode>,
+    node_index: BTreeMap<String, usize>,
+    pods: Vec<PodRecord>,
+    /// LS pods not yet handed to the scheduler.
+    ls_queue: VecDeque<usize>,
+    /// Batch pods not yet handed to the scheduler, by CPU request.
+    queues: BTreeMap<i64, VecDeque<usize>>,
+    /// Batch pods waiting in the scheduler, by CPU request.
+    in_scheduler: BTreeMap<i64, usize>,
+    paths: kolo_agent::cgroup::PodPaths,
+    start: Timestamp,
+    // counters
+    submitted: u64,
+    completed: u64,
+    evicted: u64,
+    oom_killed: u64,
+    ls_evicted: u64,
+    completed_work: f64,
+    job_left: Vec<u32>,
+    jobs_completed: u64,
+    allocatable_updates: u64,
+    step_evictions: u64,
+    step_ooms: u64,
+}
+
+fn at(start: Timestamp, seconds: f64) -> Timestamp {
+    start
+        .checked_add(SignedDuration::from_millis((seconds * 1000.0).round() as i64))
+        .unwrap_or(start)
+}
+
+/// The parts of a step, announced to the observer as they start (so the
+/// caller can time them without the engine reading a clock).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Phase {
+    /// Arrivals and the scheduler.
+    Schedule,
+    /// The node model.
+    Nodes,
+    /// The agents' QoS strategies.
+    Agent,
+    /// NodeMetric reports and the manager's noderesource (in parallel).
+    Reports,
+    /// Handing the reports and the updated Nodes to the scheduler.
+    Publish,
+    /// Recording the step.
+    Record,
+}
+
+/// What a run tells its observer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// A phase of the current step starts.
+    Phase(Phase),
+    /// Step `step` of `steps` is done.
+    Step {
+        /// Steps done.
+        step: u64,
+        /// Steps in the run.
+        steps: u64,
+    },
+}
+
+/// Runs one policy over the workload, telling `observe` what it does.
+pub fn run(
+    scenario: &Scenario,
+    workload: &Workload,
+    policy: &Policy,
+    observe: &mut dyn FnMut(Event),
+) -> Result<RunResult, EngineError> {
+    let mut run = Run::new(scenario, workload, policy)?;
+    let steps = scenario.steps();
+    let dt = scenario.step_seconds as f64;
+    let mut records = Vec::with_capacity(steps as usize);
+    let mut next_batch = 0;
+    for ls in 0..workload.ls.len() {
+        run.create(PodClass::Ls, ls, 0.0);
+    }
+    run.submit_queued()?;
+    for k in 1..=steps {
+        let t = k as f64 * dt;
+        while next_batch < workload.batch.len() && workload.batch[next_batch].arrival < t {
+            let class = if policy.batch_resources() { PodClass::Batch } else { PodClass::Native };
+            run.create(class, next_batch, workload.batch[next_batch].arrival);
+            next_batch += 1;
+        }
+        observe(Event::Phase(Phase::Schedule));
+        run.submit_queued()?;
+        run.schedule(t - dt)?;
+        let record = run.advance(t, dt, observe)?;
+        records.push(record);
+        observe(Event::Step { step: k, steps });
+    }
+    Ok(run.finish(records))
+}
+
+impl<'a> Run<'a> {
+    fn new(
+        scenario: &'a Scenario,
+        workload: &'a Workload,
+        policy: &'a Policy,
+    ) -> Result<Run<'a>, EngineError> {
+        let start: Timestamp = START.parse().unwrap_or(Timestamp::UNIX_EPOCH);
+        let binder = Arc::new(SimBinder::default());
+        let mut scheduler =
+            Scheduler::new(&policy.scheduler, &registry(), DEFAULT_PLUGINS, binder.clone())
+                .map_err(|source| EngineError::Scheduler { policy: policy.name.clone(), source })?;
+        let paths = agent::pod_paths();
+        let colocation = policy.slo.as_ref().and_then(|s| s.colocation.clone());
+        let mut nodes = Vec::with_capacity(scenario.node_count());
+        let model = &scenario.model;
+        for g in &scenario.cluster.node_groups {
+            let (capacity, allocatable) = node_resources(g);
+            for i in 0..g.count {
+                let name = format!("{}-{i:04}", g.name);
+                let object = objects::node_object(
+                    &name,
+                    &g.labels,
+                    capacity,
+                    allocatable,
+                    &kolo_manager::noderesource::ExtendedResources::NONE,
+                    start,
+                );
+                let view = NodeView::from_node(&object).map_err(|e| EngineError::Apply {
+                    policy: policy.name.clone(),
+                    source: Box::new(ApplyError::from(e)),
+                })?;
+                let strategy = match &colocation {
+                    Some(c) => node_strategy(c, &view).0,
+                    None => ColocationStrategy::defaults(),
+                };
+                let mut node = SimNode::new(
+                    name.clone(),
+                    g.labels.clone(),
+                    capacity,
+                    allocatable,
+                    topology(g.cpu, g.sockets, g.threads_per_core),
+                    view,
+                    (model.system_cpu * 1000.0, model.system_memory_gib * GIB),
+                    strategy,
+                );
+                if let Some(slo) = &policy.slo {
+                    let spec = render_node_slo(
+                        &slo.slo,
+                        &name,
+                        &g.labels,
+                        &BTreeMap::<String, String>::new(),
+                    )
+                    .spec;
+                    node.agent = Some(AgentSide::new(&node, spec, &paths, start));
+                }
+                scheduler.apply_node(object, start).map_err(|source| EngineError::Apply {
+                    policy: policy.name.clone(),
+                    source: Box::new(source),
+                })?;
+                nodes.push(node);
+            }
+        }
+        let node_index = nodes.iter().enumerate().map(|(i, n)| (n.name.clone(), i)).collect();
+        let mut job_left = vec![0u32; workload.jobs as usize];
+        for p in &workload.batch {
+            job_left[p.job as usize] += 1;
+        }
+        Ok(Run {
+            scenario,
+            workload,
+            policy,
+            scheduler,
+            binder,
+            nodes,
+            node_index,
+            pods: Vec::new(),
+            ls_queue: VecDeque::new(),
+            queues: BTreeMap::new(),
+            in_scheduler: BTreeMap::new(),
+            paths,
+            start,
+            submitted: 0,
+            completed: 0,
+            evicted: 0,
+            oom_killed: 0,
+            ls_evicted: 0,
+            completed_work: 0.0,
+            job_left,
+            jobs_completed: 0,
+            allocatable_updates: 0,
+            step_evictions: 0,
+            step_ooms: 0,
+        })
+    }
+
+    fn create(&mut self, class: PodClass, source: usize, at_seconds: f64) {
+        let id = self.pods.len();
+        self.pods.push(PodRecord {
+            class,
+            source,
+            state: State::Queued,
+            created: at(self.start, at_seconds),
+        });
+        if class != PodClass::Ls {
+            self.submitted += 1;
+        }
+        match class {
+            PodClass::Ls => self.ls_queue.push_back(id),
+            _ => {
+                let size = self.workload.batch[source].cpu_request;
+                self.queues.entry(size).or_default().push_back(id);
+            }
+        }
+    }
+
+    /// The pod object of record `id` (pending).
+    fn object(&self, id: usize) -> k8s_openapi::api::core::v1::Pod {
+        let r = &self.pods[id];
+        let uid = pod_uid(id as u32);
+        let (namespace, name, cpu, memory) = match r.class {
+            PodClass::Ls => {
+                let p = &self.workload.ls[r.source];
+                (LS_NAMESPACE, format!("svc-{}-{id}", p.service), p.cpu_request, p.memory_request)
+            }
+            PodClass::Batch | PodClass::Native => {
+                let p = &self.workload.batch[r.source];
+                (BATCH_NAMESPACE, format!("job-{}-{id}", p.job), p.cpu_request, p.memory_request)
+            }
+        };
+        objects::pod_object(namespace, &name, &uid, r.class, cpu, memory, r.created)
+    }
+
+    fn submit_queued(&mut self) -> Result<(), EngineError> {
+        let cap = self.scenario.max_pending_pods();
+        let mut ready: Vec<usize> = self.ls_queue.drain(..).collect();
+        for (size, queue) in &mut self.queues {
+            let waiting = self.in_scheduler.entry(*size).or_default();
+            while *waiting < cap {
+                let Some(id) = queue.pop_front() else { break };
+                *waiting += 1;
+                ready.push(id);
+            }
+        }
+        for id in ready {
+            let pod = self.object(id);
+            self.scheduler.apply_pod(pod, self.pods[id].created.max(self.start)).map_err(
+                |source| EngineError::Apply {
+                    policy: self.policy.name.clone(),
+                    source: Box::new(source),
+                },
+            )?;
+            self.pods[id].state = State::Pending;
+        }
+        Ok(())
+    }
+
+    fn schedule(&mut self, t: f64) -> Result<(), EngineError> {
+        let now = at(self.start, t);
+        self.scheduler.run_until_idle(now);
+        for req in self.binder.drain() {
+            let (Some(id), Some(&n)) = (pod_id(&req.uid), self.node_index.get(&req.node)) else {
+                continue;
+            };
+            let id = id as usize;
+            let bound = objects::bound(&self.object(id), &req.node);
+            let view = PodView::from_pod(&bound).map_err(|e| EngineError::Apply {
+                policy: self.policy.name.clone(),
+                source: Box::new(ApplyError::from(e)),
+            })?;
+            if let Some(agent) = self.nodes[n].agent.as_mut() {
+                let state =
+                    agent::pod_state(&bound, &self.paths).map_err(|source| EngineError::Agent {
+                        policy: self.policy.name.clone(),
+                        pod: req.pod.clone(),
+                        source: Box::new(source),
+                    })?;
+                agent.state.pods.push(state);
+            }
+            self.scheduler.apply_pod(bound, now).map_err(|source| EngineError::Apply {
+                policy: self.policy.name.clone(),
+                source: Box::new(source),
+            })?;
+            let r = &mut self.pods[id];
+            r.state = State::Running;
+            let work = match r.class {
+                PodClass::Ls => {
+                    let p = &self.workload.ls[r.source];
+                    Work::Ls {
+                        curve: p.curve,
+                        memory: p.memory_usage,
+                        memory_amplitude: p.memory_amplitude,
+                    }
+                }
+                PodClass::Batch | PodClass::Native => {
+                    let p = &self.workload.batch[r.source];
+                    if let Some(waiting) = self.in_scheduler.get_mut(&p.cpu_request) {
+                        *waiting = waiting.saturating_sub(1);
+                    }
+                    Work::Be { demand: p.demand, left: p.work, memory: p.memory_usage }
+                }
+            };
+            let cpu_request = match r.class {
+                PodClass::Ls => self.workload.ls[r.source].cpu_request,
+                _ => self.workload.batch[r.source].cpu_request,
+            } as f64;
+            self.nodes[n].pods.push(NodePod {
+                id: id as u32,
+                view,
+                cpu_request,
+                work,
+                cpu: 0.0,
+                memory: 0.0,
+                window_cpu: 0.0,
+                window_memory: 0.0,
+                window_time: 0.0,
+            });
+        }
+        Ok(())
+    }
+
+    /// A pod left node `n` (`state` says how).
+    fn leave(&mut self, n: usize, id: u32, state: State, now: Timestamp) {
+        let Some(pod) = self.nodes[n].remove(id) else { return };
+        let key = pod.view.key();
+        self.scheduler.remove_pod(&key, now);
+        let r = &mut self.pods[id as usize];
+        r.state = state;
+        let (class, source) = (r.class, r.source);
+        match (class, state) {
+            (PodClass::Ls, _) => self.ls_evicted += 1,
+            (_, State::Completed) => {
+                self.completed += 1;
+                let p = &self.workload.batch[source];
+                self.completed_work += p.work;
+                let left = &mut self.job_left[p.job as usize];
+                *left -= 1;
+                if *left == 0 {
+                    self.jobs_completed += 1;
+                }
+            }
+            (_, State::Evicted | State::OomKilled) => {
+                if state == State::Evicted {
+                    self.evicted += 1;
+                    self.step_evictions += 1;
+                } else {
+                    self.oom_killed += 1;
+                    self.step_ooms += 1;
+                }
+                if self.scenario.batch.retry_evicted {
+                    let t = now.duration_since(self.start).as_secs_f64();
+                    self.create(class, source, t);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn advance(
+        &mut self,
+        t: f64,
+        dt: f64,
+        observe: &mut dyn FnMut(Event),
+    ) -> Result<StepRecord, EngineError> {
+        let now = at(self.start, t);
+        let model = &self.scenario.model;
+        let inputs = StepInputs {
+            t,
+            dt,
+            isolation: self.policy.isolation,
+            interference: model.interference,
+            bucket: model.heatmap_bucket_minutes as f64 * 60.0,
+        };
+        observe(Event::Phase(Phase::Nodes));
+        let node_steps: Vec<_> = self.nodes.par_iter_mut().map(|n| n.step(&inputs)).collect();
+        self.step_evictions = 0;
+        self.step_ooms = 0;
+        for n in 0..self.nodes.len() {
+            let exits = std::mem::take(&mut self.nodes[n].exits);
+            for (id, exit) in exits {
+                let state = match exit {
+                    Exit::Completed => State::Completed,
+                    Exit::OomKilled => State::OomKilled,
+                };
+                self.leave(n, id, state, now);
+            }
+        }
+        let tick = |interval: u64| (t.round() as u64).is_multiple_of(interval);
+        observe(Event::Phase(Phase::Agent));
+        if self.policy.slo.is_some() && tick(model.agent_interval_seconds) {
+            let evictions: Vec<_> = self
+                .nodes
+                .par_iter_mut()
+                .map_init(agent::strategies, |s, n| agent::round(n, s, now))
+                .collect();
+            for (n, list) in evictions.into_iter().enumerate() {
+                for (id, _strategy) in list {
+                    self.leave(n, id, State::Evicted, now);
+                }
+            }
+        }
+        observe(Event::Phase(Phase::Reports));
+        // Without an agent (baseline kinds) nobody reports a NodeMetric.
+        if self.policy.slo.is_some() && tick(model.report_interval_seconds) {
+            let manager = self
+                .policy
+                .slo
+                .as_ref()
+                .map(|s| s.colocation.as_ref().is_some_and(|c| c.cluster.is_enabled()));
+            let reports: Vec<_> =
+                self.nodes.par_iter_mut().map(|n| manager::report(n, manager, now)).collect();
+            observe(Event::Phase(Phase::Publish));
+            for (n, report) in reports.into_iter().enumerate() {
+                self.scheduler.apply_node_metric(report.metric, now);
+                if report.allocatable_changed {
+                    self.allocatable_updates += 1;
+                    let node = &mut self.nodes[n];
+                    let object = objects::node_object(
+                        &node.name,
+                        &node.labels,
+                        node.capacity,
+                        node.allocatable,
+                        &node.extended,
+                        self.start,
+                    );
+                    if let Ok(view) = NodeView::from_node(&object) {
+                        node.view = view;
+                    }
+                    agent::refresh_allocatable(node);
+                    self.scheduler.apply_node(object, now).map_err(|source| {
+                        EngineError::Apply {
+                            policy: self.policy.name.clone(),
+                            source: Box::new(source),
+                        }
+                    })?;
+                }
+            }
+        }
+        observe(Event::Phase(Phase::Record));
+        Ok(self.record(t, &node_steps))
+    }
+
+    fn record(&self, t: f64, steps: &[crate::node::NodeStep]) -> StepRecord {
+        let mut r = StepRecord { hour: t / 3600.0, ..StepRecord::default() };
+        let (mut cap, mut mem_cap, mut mem) = (0.0, 0.0, 0.0);
+        for (n, s) in self.nodes.iter().zip(steps) {
+            cap += n.capacity.0 as f64;
+            mem_cap += n.capacity.1 as f64;
+            mem += s.memory;
+            r.system_cpu += s.system;
+            r.ls_cpu += s.ls;
+            r.be_cpu += s.be;
+            r.ls_demand += s.ls_demand;
+            r.be_requested += s.be_requested;
+            r.be_running += s.be_running;
+            r.batch_allocatable += n.extended.batch_cpu.unwrap_or(0) as f64;
+        }
+        r.cpu_utilization = ((r.system_cpu + r.ls_cpu + r.be_cpu) / cap).clamp(0.0, 1.0);
+        r.memory_utilization = (mem / mem_cap).clamp(0.0, 1.0);
+        r.ls_starved = (r.ls_demand - r.ls_cpu).max(0.0);
+        for v in [
+            &mut r.system_cpu,
+            &mut r.ls_cpu,
+            &mut r.be_cpu,
+            &mut r.ls_demand,
+            &mut r.be_requested,
+            &mut r.batch_allocatable,
+            &mut r.ls_starved,
+        ] {
+            *v /= 1000.0;
+        }
+        r.be_pending = (self.in_scheduler.values().sum::<usize>()
+            + self.queues.values().map(VecDeque::len).sum::<usize>()) as u64;
+        r.evictions = self.step_evictions;
+        r.oom_kills = self.step_ooms;
+        r
+    }
+
+    fn finish(self, steps: Vec<StepRecord>) -> RunResult {
+        let dt = self.scenario.step_seconds as f64;
+        let utilization: Vec<f64> = steps.iter().map(|s| s.cpu_utilization).collect();
+        let cap: f64 = self.nodes.iter().map(|n| n.capacity.0 as f64 / 1000.0).sum();
+        let mean = |f: &dyn Fn(&StepRecord) -> f64| {
+            if steps.is_empty() {
+                0.0
+            } else {
+                steps.iter().map(f).sum::<f64>() / steps.len() as f64
+            }
+        };
+        let ls_demand: f64 = steps.iter().map(|s| s.ls_demand * dt).sum();
+        let ls_starved: f64 = self.nodes.iter().map(|n| n.starved).sum::<f64>() / 1000.0;
+        let mut latency = Histogram::default();
+        for n in &self.nodes {
+            latency.merge(&n.latency);
+        }
+        let count = |class: Option<PodClass>, state: State| {
+            self.pods
+                .iter()
+                .filter(|p| {
+                    class.map_or(p.class != PodClass::Ls, |c| p.class == c) && p.state == state
+                })
+                .count() as u64
+        };
+        let be_pending = count(None, State::Queued) + count(None, State::Pending);
+        let horizon = self.scenario.duration_hours * 3600.0;
+        let bucket = self.scenario.model.heatmap_bucket_minutes as f64 * 60.0;
+        let heat = HeatMap {
+            nodes: self.nodes.iter().map(|n| n.name.clone()).collect(),
+            bucket_hours: bucket / 3600.0,
+            rows: self
+                .nodes
+                .iter()
+                .map(|n| {
+                    n.heat
+                        .iter()
+                        .enumerate()
+                        .map(|(b, v)| {
+                            let width = (horizon - b as f64 * bucket).clamp(1e-9, bucket);
+                            (*v as f64 / width).clamp(0.0, 1.0) as f32
+                        })
+                        .collect()
+                })
+                .collect(),
+        };
+        let summary = Summary {
+            policy: self.policy.name.clone(),
+            nodes: self.nodes.len(),
+            hours: self.scenario.duration_hours,
+            cpu_utilization_avg: mean(&|s| s.cpu_utilization),
+            cpu_utilization_p95: quantile(&utilization, 0.95),
+            ls_only_utilization_avg: mean(&|s| (s.ls_cpu + s.system_cpu) / cap),
+            be_cpu_hours_completed: self.completed_work / 1000.0 / 3600.0,
+            be_cpu_hours_used: steps.iter().map(|s| s.be_cpu * dt).sum::<f64>() / 3600.0,
+            be_pods_submitted: self.submitted,
+            be_pods_completed: self.completed,
+            be_pods_evicted: self.evicted,
+            be_pods_oom_killed: self.oom_killed,
+            be_pods_running: count(None, State::Running),
+            be_pods_pending: be_pending,
+            be_jobs_completed: self.jobs_completed,
+            ls_pods: self.workload.ls.len() as u64,
+            ls_pods_pending: count(Some(PodClass::Ls), State::Queued)
+                + count(Some(PodClass::Ls), State::Pending),
+            ls_pods_evicted: self.ls_evicted,
+            ls_demand_cpu_seconds: ls_demand,
+            ls_starved_cpu_seconds: ls_starved,
+            ls_starved_share: if ls_demand > 0.0 { ls_starved / ls_demand } else { 0.0 },
+            ls_latency_proxy_p99: latency.quantile(0.99),
+            scheduling_cycles: self.scheduler.stats().cycles,
+            allocatable_updates: self.allocatable_updates,
+        };
+        RunResult { summary, steps, heat }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topology_cases() {
+        // 8 CPUs, 2 sockets, 2 threads: cores 0-3, cpu 4 is core 0's sibling.
+        let t = topology(8, 2, 2);
+        assert_eq!(t[&0], (0, 0));
+        assert_eq!(t[&3], (1, 3));
+        assert_eq!(t[&4], (0, 0));
+        assert_eq!(t[&7], (1, 3));
+        assert_eq!(topology(4, 1, 1).len(), 4);
+    }
+}

@@ -1,0 +1,27 @@
+//! `kolo-sim`: the whole of kolo on a simulated cluster.
+//!
+//! A [`scenario::Scenario`] describes nodes, a workload shaped like public
+//! co-location traces ([`workload`]) and the policies to compare
+//! ([`policy`]). The [`engine`] advances simulated time and runs the same
+//! decision code the real components run — the scheduler's framework and
+//! plugins, the manager's noderesource with its update throttling, the
+//! agent's QoS strategies — around a simulated world: usage curves
+//! ([`usage`]), CPU contention ([`contention`]), pod start and finish
+//! ([`node`]). [`metrics`] and [`report`] turn a run into a summary, CSV
+//! and a self-contained HTML report with plots.
+//!
+//! Deciding is pure here too: a run is a function of (scenario, seed,
+//! policy); the CLI (`kolo sim`) draws the progress bar and writes files.
+
+pub mod agent;
+pub mod contention;
+pub mod engine;
+pub mod manager;
+pub mod metrics;
+pub mod node;
+pub mod objects;
+pub mod policy;
+pub mod report;
+pub mod scenario;
+pub mod usage;
+pub mod workload;

@@ -1,0 +1,64 @@
+//! The reporting cadence and the manager's act side in the simulator: every
+//! report interval a node's agent reports a NodeMetric (usage averaged over
+//! the window), and the manager's real `noderesource` computes its batch
+//! allocatable, written only when the real throttle
+//! ([`update_needed`]) says so.
+
+use kolo_api::crd::NodeMetric;
+use kolo_core::clock::Timestamp;
+use kolo_core::pod::PodView;
+use kolo_manager::noderesource::{NodeInputs, calculate, update_needed};
+
+use crate::node::SimNode;
+use crate::objects::{PodUsage, node_metric};
+
+/// What a report produced for one node.
+#[derive(Debug)]
+pub struct Report {
+    /// The NodeMetric the agent reports.
+    pub metric: NodeMetric,
+    /// Whether the manager changed the node's co-location resources.
+    pub allocatable_changed: bool,
+}
+
+/// The node's report at `now`; with `manager` (co-location enabled in the
+/// cluster or not), also the manager's batch allocatable decision.
+pub fn report(node: &mut SimNode, manager: Option<bool>, now: Timestamp) -> Report {
+    let (cpu, memory) = node.take_window();
+    let system = (node.system_cpu / 1000.0, node.system_memory);
+    let pods = node.pods.iter_mut().map(|p| {
+        let t = p.window_time.max(1e-9);
+        let usage = PodUsage {
+            namespace: p.view.namespace(),
+            name: p.view.name(),
+            batch: p.is_be(),
+            cpu: p.window_cpu / t / 1000.0,
+            memory: p.window_memory / t,
+        };
+        p.window_cpu = 0.0;
+        p.window_memory = 0.0;
+        p.window_time = 0.0;
+        usage
+    });
+    let metric = node_metric(&node.name, (cpu, memory), system, pods, now);
+    let Some(cluster_enabled) = manager else {
+        return Report { metric, allocatable_changed: false };
+    };
+    let views: Vec<&PodView> = node.pods.iter().map(|p| &p.view).collect();
+    let result = calculate(&NodeInputs {
+        node: &node.view,
+        pods: &views,
+        metric: Some(&metric),
+        strategy: &node.strategy,
+        cluster_enabled,
+        now,
+    });
+    let changed =
+        update_needed(&node.extended, &result.resources, node.last_update, now, &result.strategy)
+            .is_some();
+    if changed {
+        node.extended = result.resources;
+        node.last_update = Some(now);
+    }
+    Report { metric, allocatable_changed: changed }
+}

@@ -1,0 +1,259 @@
+//! The Kubernetes objects the simulated cluster shows the components:
+//! Nodes, Pods and NodeMetrics, built the way the API server and the agent
+//! would present them, so the components read them with their own code.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{
+    Container, Node, NodeSpec, NodeStatus, Pod, PodSpec, PodStatus, ResourceRequirements,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use kolo_agent::nodemetric::{cpu_quantity, memory_quantity};
+use kolo_api::crd::{
+    NodeMetric, NodeMetricInfo, NodeMetricSpec, NodeMetricStatus, PodMetricInfo, ResourceMap,
+};
+use kolo_api::names;
+use kolo_core::clock::Timestamp;
+use kolo_manager::noderesource::ExtendedResources;
+
+/// The scheduler name every simulated pod asks for (the profiles' name).
+pub const SCHEDULER_NAME: &str = "kolo-scheduler";
+/// Namespace of LS pods.
+pub const LS_NAMESPACE: &str = "online";
+/// Namespace of batch pods.
+pub const BATCH_NAMESPACE: &str = "batch";
+/// `spec.priority` of LS pods (koord-prod band).
+pub const LS_PRIORITY: i32 = 9500;
+/// `spec.priority` of batch pods under co-location (koord-batch band).
+pub const BATCH_PRIORITY: i32 = 5500;
+
+fn quantity(s: String) -> Quantity {
+    Quantity(s)
+}
+
+/// A node's capacity and allocatable (CPU milli, memory bytes, pods), plus
+/// the co-location resources `extended` publishes.
+pub fn node_object(
+    name: &str,
+    labels: &BTreeMap<String, String>,
+    capacity: (i64, i64),
+    allocatable: (i64, i64),
+    extended: &ExtendedResources,
+    created: Timestamp,
+) -> Node {
+    let list = |cpu: i64, memory: i64| {
+        BTreeMap::from([
+            ("cpu".to_string(), quantity(format!("{cpu}m"))),
+            ("memory".to_string(), quantity(memory.to_string())),
+            ("pods".to_string(), quantity("250".to_string())),
+        ])
+    };
+    let mut alloc = list(allocatable.0, allocatable.1);
+    let mut cap = list(capacity.0, capacity.1);
+    for r in kolo_manager::noderesource::ColocationResource::ALL {
+        if let Some(v) = extended.get(r) {
+            alloc.insert(r.name().to_string(), quantity(r.quantity(v)));
+            cap.insert(r.name().to_string(), quantity(r.quantity(v)));
+        }
+    }
+    Node {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            labels: Some(labels.clone()),
+            creation_timestamp: Some(Time(created)),
+            ..Default::default()
+        },
+        spec: Some(NodeSpec::default()),
+        status: Some(NodeStatus {
+            capacity: Some(cap),
+            allocatable: Some(alloc),
+            conditions: Some(vec![k8s_openapi::api::core::v1::NodeCondition {
+                type_: "Ready".into(),
+                status: "True".into(),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }),
+    }
+}
+
+/// What a simulated pod is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PodClass {
+    /// An LS service replica (koord-prod, QoS LS).
+    Ls,
+    /// A batch pod requesting `kubernetes.io/batch-*` (koord-batch, QoS BE).
+    Batch,
+    /// A batch pod requesting plain `cpu` / `memory` (Kubernetes defaults).
+    Native,
+}
+
+/// A pending pod of one container with equal requests and limits.
+pub fn pod_object(
+    namespace: &str,
+    name: &str,
+    uid: &str,
+    class: PodClass,
+    cpu_milli: i64,
+    memory: i64,
+    created: Timestamp,
+) -> Pod {
+    let (cpu_name, mem_name, cpu_value) = match class {
+        PodClass::Ls | PodClass::Native => ("cpu", "memory", format!("{cpu_milli}m")),
+        // batch-cpu counts milli-cores as its unit.
+        PodClass::Batch => {
+            (names::resource::BATCH_CPU, names::resource::BATCH_MEMORY, cpu_milli.to_string())
+        }
+    };
+    let list = BTreeMap::from([
+        (cpu_name.to_string(), quantity(cpu_value)),
+        (mem_name.to_string(), quantity(memory.to_string())),
+    ]);
+    let mut labels = BTreeMap::new();
+    let (priority, class_name) = match class {
+        PodClass::Ls => {
+            labels.insert(names::label::QOS_CLASS.to_string(), "LS".to_string());
+            (Some(LS_PRIORITY), Some(names::priority::PROD.to_string()))
+        }
+        PodClass::Batch => {
+            labels.insert(names::label::QOS_CLASS.to_string(), "BE".to_string());
+            (Some(BATCH_PRIORITY), Some(names::priority::BATCH.to_string()))
+        }
+        PodClass::Native => (None, None),
+    };
+    Pod {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            namespace: Some(namespace.to_string()),
+            uid: Some(uid.to_string()),
+            labels: Some(labels),
+            creation_timestamp: Some(Time(created)),
+            ..Default::default()
+        },
+        spec: Some(PodSpec {
+            scheduler_name: Some(SCHEDULER_NAME.to_string()),
+            priority,
+            priority_class_name: class_name,
+            containers: vec![Container {
+                name: "main".to_string(),
+                resources: Some(ResourceRequirements {
+                    requests: Some(list.clone()),
+                    limits: Some(list),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        status: Some(PodStatus { phase: Some("Pending".to_string()), ..Default::default() }),
+    }
+}
+
+/// The pod as the API reports it once bound and started.
+pub fn bound(pod: &Pod, node: &str) -> Pod {
+    let mut pod = pod.clone();
+    if let Some(spec) = pod.spec.as_mut() {
+        spec.node_name = Some(node.to_string());
+    }
+    pod.status = Some(PodStatus { phase: Some("Running".to_string()), ..Default::default() });
+    pod
+}
+
+/// One pod's entry of a NodeMetric (window averages).
+#[derive(Debug, Clone, Copy)]
+pub struct PodUsage<'a> {
+    /// Namespace.
+    pub namespace: &'a str,
+    /// Name.
+    pub name: &'a str,
+    /// Whether the pod is koord-batch (reported with that priority).
+    pub batch: bool,
+    /// Average CPU, cores.
+    pub cpu: f64,
+    /// Average memory, bytes.
+    pub memory: f64,
+}
+
+fn usage_map(cpu: f64, memory: f64) -> ResourceMap {
+    ResourceMap {
+        resources: Some(BTreeMap::from([
+            ("cpu".to_string(), cpu_quantity(cpu)),
+            ("memory".to_string(), memory_quantity(memory)),
+        ])),
+        devices: None,
+    }
+}
+
+/// A node's NodeMetric as its agent reports it: node, system and pod
+/// usage averaged over the report window, stamped `now`.
+pub fn node_metric<'p>(
+    node: &str,
+    node_usage: (f64, f64),
+    system_usage: (f64, f64),
+    pods: impl Iterator<Item = PodUsage<'p>>,
+    now: Timestamp,
+) -> NodeMetric {
+    let pods_metric = pods
+        .map(|p| PodMetricInfo {
+            name: Some(p.name.to_string()),
+            namespace: Some(p.namespace.to_string()),
+            pod_usage: Some(usage_map(p.cpu, p.memory)),
+            priority: Some(
+                if p.batch { names::priority::BATCH } else { names::priority::PROD }.to_string(),
+            ),
+            qos: Some(if p.batch { "BE" } else { "LS" }.to_string()),
+            extensions: None,
+        })
+        .collect();
+    let mut metric = NodeMetric::new(node, NodeMetricSpec::default());
+    metric.status = Some(NodeMetricStatus {
+        update_time: Some(Time(now)),
+        node_metric: Some(NodeMetricInfo {
+            node_usage: Some(usage_map(node_usage.0, node_usage.1)),
+            aggregated_node_usages: None,
+            system_usage: Some(usage_map(system_usage.0, system_usage.1)),
+            aggregated_system_usages: None,
+            numa_usages: None,
+        }),
+        pods_metric: Some(pods_metric),
+        host_application_metric: None,
+        prod_reclaimable_metric: None,
+        prod_peak_metric: None,
+    });
+    metric
+}
+
+#[cfg(test)]
+mod tests {
+    use kolo_api::{PriorityClass, QoSClass};
+    use kolo_core::node::NodeView;
+    use kolo_core::pod::PodView;
+    use kolo_core::resources::ResourceName;
+
+    use super::*;
+
+    #[test]
+    fn components_read_the_objects_as_meant() {
+        let now: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+        // (class, expected QoS, priority class, cpu resource)
+        let cases = [
+            (PodClass::Ls, QoSClass::LS, PriorityClass::Prod, ResourceName::Cpu),
+            (PodClass::Batch, QoSClass::BE, PriorityClass::Batch, ResourceName::BatchCpu),
+            // A plain Guaranteed pod with whole CPUs: kolo reads it as LSR /
+            // prod; only the baseline uses it, which runs no agent.
+            (PodClass::Native, QoSClass::LSR, PriorityClass::Prod, ResourceName::Cpu),
+        ];
+        for (class, qos, prio, cpu) in cases {
+            let p = pod_object("ns", "p", "u1", class, 2000, 1 << 30, now);
+            let v = PodView::from_pod(&p).unwrap();
+            assert_eq!((v.qos(), v.priority_class()), (qos, prio), "{class:?}");
+            assert_eq!(v.requests().get(cpu), Some(2000), "{class:?}");
+        }
+        let ext = ExtendedResources { batch_cpu: Some(5000), ..ExtendedResources::NONE };
+        let n = node_object("n", &BTreeMap::new(), (8000, 1 << 34), (7000, 1 << 33), &ext, now);
+        let v = NodeView::from_node(&n).unwrap();
+        assert_eq!(v.allocatable().get(ResourceName::BatchCpu), Some(5000));
+        assert_eq!(v.allocatable().get(ResourceName::Cpu), Some(7000));
+    }
+}

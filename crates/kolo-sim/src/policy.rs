@@ -1,0 +1,239 @@
+//! Policies: which components decide, with which configuration, and how BE
+//! pods ask for resources.
+//!
+//! * `baseline` — Kubernetes defaults: BE pods request ordinary `cpu` /
+//!   `memory`, the scheduler fits requests only (no load awareness, no
+//!   overcommit), no manager, no agent; on the node, CFS shares in
+//!   proportion to requests.
+//! * `colocation` — kolo: BE pods are `koord-batch` / `BE` and request
+//!   `kubernetes.io/batch-cpu` / `batch-memory`, which the manager's
+//!   noderesource computes from measured usage; the scheduler runs kolo's
+//!   default plugins (load-aware included); the agent's QoS strategies
+//!   suppress and evict BE pods; on the node, BE runs in `cpu.idle` groups.
+//!
+//! A scenario may define more policies (or redefine these) from either
+//! kind, with its own `KubeSchedulerConfiguration` and
+//! `slo-controller-config` keys (thresholds).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use kolo_manager::config::{SloConfig, SloConfigStore};
+use kolo_scheduler::config::{ConfigError, SchedulerConfig};
+use serde::{Deserialize, Serialize};
+
+use crate::contention::Isolation;
+use crate::scenario::Scenario;
+
+/// The two kinds of policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum PolicyKind {
+    /// Kubernetes defaults.
+    Baseline,
+    /// kolo's co-location.
+    Colocation,
+}
+
+/// A policy as a scenario writes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PolicySpec {
+    /// The kind: what BE pods request and which components run.
+    pub kind: PolicyKind,
+    /// What the policy is.
+    #[serde(default)]
+    pub description: String,
+    /// A `KubeSchedulerConfiguration` (YAML text); default: the kind's.
+    #[serde(default)]
+    pub scheduler_config: Option<String>,
+    /// `slo-controller-config` data (key → JSON text), laid over the kind's
+    /// default keys. Colocation kind only.
+    #[serde(default)]
+    pub slo_config: BTreeMap<String, String>,
+}
+
+/// kube-scheduler's defaults as far as kolo has them: resource fit,
+/// affinity, taints; no load awareness, no NUMA. Every node is scored (as
+/// kube-scheduler does below 100 nodes, and as the equivalence cache needs
+/// to reuse results).
+const BASELINE_SCHEDULER: &str = r#"
+percentageOfNodesToScore: 100
+podMaxBackoffSeconds: 30
+profiles:
+- schedulerName: kolo-scheduler
+  plugins:
+    multiPoint:
+      disabled:
+      - {name: LoadAwareScheduling}
+      - {name: NodeNUMAResource}
+"#;
+
+/// kolo's default profile.
+const COLOCATION_SCHEDULER: &str = r#"
+percentageOfNodesToScore: 100
+podMaxBackoffSeconds: 30
+profiles:
+- schedulerName: kolo-scheduler
+"#;
+
+/// The colocation kind's `slo-controller-config`: co-location on with the
+/// reference's default thresholds, suppression and memory eviction on.
+fn default_colocation_slo() -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (
+            "colocation-config".to_string(),
+            r#"{"enable": true, "metricAggregateDurationSeconds": 60, "cpuReclaimThresholdPercent": 65, "memoryReclaimThresholdPercent": 65}"#.to_string(),
+        ),
+        (
+            "resource-threshold-config".to_string(),
+            r#"{"clusterStrategy": {"enable": true, "cpuSuppressThresholdPercent": 65, "memoryEvictThresholdPercent": 70}}"#.to_string(),
+        ),
+    ])
+}
+
+/// A policy ready to run.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    /// Its name.
+    pub name: String,
+    /// Its kind.
+    pub kind: PolicyKind,
+    /// What it is.
+    pub description: String,
+    /// The scheduler's configuration.
+    pub scheduler: SchedulerConfig,
+    /// The manager's configuration (`None`: no manager, no agent).
+    pub slo: Option<Arc<SloConfig>>,
+    /// How the node's CPU is shared between LS and BE.
+    pub isolation: Isolation,
+}
+
+/// A policy that cannot be run.
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyError {
+    /// Neither built in nor defined by the scenario.
+    #[error("unknown policy {0:?} (built in: baseline, colocation; or define it under `policies`)")]
+    Unknown(String),
+    /// The scheduler configuration was refused.
+    #[error("policies.{policy}.schedulerConfig: {source}")]
+    Scheduler {
+        /// The policy.
+        policy: String,
+        /// What is wrong.
+        source: ConfigError,
+    },
+    /// A `slo-controller-config` key was refused.
+    #[error("policies.{policy}.sloConfig: {message}")]
+    Slo {
+        /// The policy.
+        policy: String,
+        /// The errors, each naming the key and path.
+        message: String,
+    },
+}
+
+impl Policy {
+    /// Resolves the policy `name` of `scenario`.
+    pub fn resolve(name: &str, scenario: &Scenario) -> Result<Policy, PolicyError> {
+        let spec = match (scenario.policies.get(name), name) {
+            (Some(spec), _) => spec.clone(),
+            (None, "baseline") => PolicySpec {
+                kind: PolicyKind::Baseline,
+                description: "Kubernetes defaults: BE pods on requested capacity only".into(),
+                scheduler_config: None,
+                slo_config: BTreeMap::new(),
+            },
+            (None, "colocation") => PolicySpec {
+                kind: PolicyKind::Colocation,
+                description: "kolo: batch overcommit, load-aware scheduling, isolation, suppression, eviction".into(),
+                scheduler_config: None,
+                slo_config: BTreeMap::new(),
+            },
+            (None, _) => return Err(PolicyError::Unknown(name.to_string())),
+        };
+        let default_scheduler = match spec.kind {
+            PolicyKind::Baseline => BASELINE_SCHEDULER,
+            PolicyKind::Colocation => COLOCATION_SCHEDULER,
+        };
+        let text = spec.scheduler_config.as_deref().unwrap_or(default_scheduler);
+        let scheduler = SchedulerConfig::from_yaml(text)
+            .map_err(|source| PolicyError::Scheduler { policy: name.to_string(), source })?;
+        let slo = match spec.kind {
+            PolicyKind::Baseline if !spec.slo_config.is_empty() => {
+                return Err(PolicyError::Slo {
+                    policy: name.to_string(),
+                    message: "a baseline policy runs no manager or agent; use kind: colocation"
+                        .into(),
+                });
+            }
+            PolicyKind::Baseline => None,
+            PolicyKind::Colocation => {
+                let mut data = default_colocation_slo();
+                data.extend(spec.slo_config.clone());
+                let mut store = SloConfigStore::new();
+                store.update(Some(&data));
+                if !store.status().errors.is_empty() {
+                    return Err(PolicyError::Slo {
+                        policy: name.to_string(),
+                        message: store.status().errors.join("; "),
+                    });
+                }
+                Some(store.config())
+            }
+        };
+        let isolation = match spec.kind {
+            PolicyKind::Baseline => Isolation::Shares,
+            PolicyKind::Colocation => Isolation::Idle,
+        };
+        Ok(Policy {
+            name: name.to_string(),
+            kind: spec.kind,
+            description: spec.description,
+            scheduler,
+            slo,
+            isolation,
+        })
+    }
+
+    /// Whether BE pods request `kubernetes.io/batch-*` (else `cpu` /
+    /// `memory`).
+    pub fn batch_resources(&self) -> bool {
+        self.kind == PolicyKind::Colocation
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtins_resolve() {
+        let s = Scenario::builtin();
+        let b = Policy::resolve("baseline", &s).unwrap();
+        assert!(b.slo.is_none() && !b.batch_resources());
+        let c = Policy::resolve("colocation", &s).unwrap();
+        let slo = c.slo.unwrap();
+        assert!(slo.colocation.as_ref().unwrap().cluster.is_enabled());
+        assert!(matches!(Policy::resolve("nope", &s), Err(PolicyError::Unknown(_))));
+    }
+
+    #[test]
+    fn bad_slo_key_is_named() {
+        let mut s = Scenario::builtin();
+        s.policies.insert(
+            "tight".into(),
+            PolicySpec {
+                kind: PolicyKind::Colocation,
+                description: String::new(),
+                scheduler_config: None,
+                slo_config: BTreeMap::from([(
+                    "colocation-config".into(),
+                    r#"{"cpuReclaimThresholdPercent": "x"}"#.into(),
+                )]),
+            },
+        );
+        let e = Policy::resolve("tight", &s).unwrap_err().to_string();
+        assert!(e.contains("policies.tight.sloConfig") && e.contains("colocation-config"), "{e}");
+    }
+}

@@ -1,0 +1,60 @@
+//! The engine on the small example scenario: invariants of the result and
+//! determinism whatever the number of threads.
+
+use kolo_sim::engine::{self, RunResult};
+use kolo_sim::policy::Policy;
+use kolo_sim::scenario::Scenario;
+use kolo_sim::workload;
+
+fn small() -> Scenario {
+    let text = include_str!("../../../examples/scenarios/small.yaml");
+    let mut s = Scenario::from_yaml(text, "small.yaml").unwrap();
+    s.duration_hours = 1.5;
+    s
+}
+
+fn run(s: &Scenario, policy: &str) -> RunResult {
+    let w = workload::generate(s, engine::cluster_size(s));
+    let p = Policy::resolve(policy, s).unwrap();
+    engine::run(s, &w, &p, &mut |_| {}).unwrap()
+}
+
+#[test]
+fn steps_are_consistent() {
+    let s = small();
+    for policy in ["baseline", "colocation"] {
+        let r = run(&s, policy);
+        assert_eq!(r.steps.len() as u64, s.steps());
+        let cores: f64 =
+            s.cluster.node_groups.iter().map(|g| (g.count as u32 * g.cpu) as f64).sum();
+        for st in &r.steps {
+            assert!((0.0..=1.0).contains(&st.cpu_utilization));
+            let used = st.system_cpu + st.ls_cpu + st.be_cpu;
+            assert!((used / cores - st.cpu_utilization).abs() < 1e-6, "{st:?}");
+            assert!(st.ls_cpu <= st.ls_demand + 1e-6);
+            if policy == "baseline" {
+                assert_eq!(st.batch_allocatable, 0.0);
+            }
+        }
+        assert_eq!(r.heat.rows.len(), s.node_count());
+        assert!(r.heat.rows.iter().flatten().all(|v| (0.0..=1.0).contains(v)));
+        assert_eq!(r.summary.ls_pods_evicted, 0);
+    }
+}
+
+#[test]
+fn same_result_on_one_thread_and_many() {
+    let s = small();
+    let one = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap()
+        .install(|| run(&s, "colocation"));
+    let many = rayon::ThreadPoolBuilder::new()
+        .num_threads(4)
+        .build()
+        .unwrap()
+        .install(|| run(&s, "colocation"));
+    assert_eq!(one.summary, many.summary);
+    assert_eq!(one.steps, many.steps);
+}

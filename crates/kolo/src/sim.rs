@@ -1,0 +1,227 @@
+//! `kolo sim`: the whole system on a simulated cluster, policies side by
+//! side, with a summary table and (with `--out`) an HTML report, CSV and
+//! JSON. The simulation itself is `kolo-sim`; this is its act side:
+//! progress bar, wall time, files.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressStyle};
+use kolo_sim::engine::{self, Event, Phase};
+use kolo_sim::policy::Policy;
+use kolo_sim::report::{PolicyRun, data, html, table};
+use kolo_sim::scenario::{BUILTIN, BUILTIN_NAME, Scenario};
+use kolo_sim::workload;
+
+use crate::OutputFormat;
+
+/// `kolo sim` options.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// A scenario file (YAML, see examples/scenarios/ and docs/sim.md);
+    /// default: the built-in scenario (240 nodes of 32 CPUs, 24 hours).
+    #[arg(long, value_name = "FILE")]
+    pub scenario: Option<PathBuf>,
+    /// Policies to compare, comma-separated: `baseline` (Kubernetes
+    /// defaults), `colocation` (kolo), or any the scenario defines under
+    /// `policies`.
+    #[arg(long, value_delimiter = ',', default_value = "baseline,colocation")]
+    pub policies: Vec<String>,
+    /// Override the number of nodes (the scenario's node groups are scaled
+    /// in proportion).
+    #[arg(long, value_name = "N")]
+    pub nodes: Option<usize>,
+    /// Override the simulated duration, hours.
+    #[arg(long, value_name = "HOURS")]
+    pub hours: Option<f64>,
+    /// Override the step length, seconds.
+    #[arg(long, value_name = "SECONDS")]
+    pub step: Option<u64>,
+    /// Override the seed (workload and usage noise).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Write report.html, summary.json and steps-<policy>.csv into DIR
+    /// (created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Also print where the wall time went (scheduler, node model, agents,
+    /// reports and manager), per policy.
+    #[arg(long)]
+    pub timings: bool,
+    /// Do not draw the progress bar (it is drawn on stderr when it is a
+    /// terminal).
+    #[arg(long)]
+    pub no_progress: bool,
+    /// Output format of the summary on stdout.
+    #[arg(short, long, value_enum, default_value_t = OutputFormat::Text)]
+    pub output: OutputFormat,
+}
+
+/// Why `kolo sim` failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    /// The scenario file could not be read.
+    #[error("reading scenario {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The scenario was refused (names the file and field).
+    #[error(transparent)]
+    Scenario(#[from] kolo_sim::scenario::ScenarioError),
+    /// An override is out of range.
+    #[error("{0}")]
+    Override(String),
+    /// A policy was refused.
+    #[error(transparent)]
+    Policy(#[from] kolo_sim::policy::PolicyError),
+    /// The engine stopped.
+    #[error(transparent)]
+    Engine(#[from] engine::EngineError),
+    /// An output file could not be written.
+    #[error("writing {path}: {source}")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+/// Loads the scenario and applies the command-line overrides.
+pub fn load(args: &Args) -> Result<Scenario, SimError> {
+    let mut scenario = match &args.scenario {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|source| SimError::Read { path: path.clone(), source })?;
+            Scenario::from_yaml(&text, &path.display().to_string())?
+        }
+        None => Scenario::from_yaml(BUILTIN, BUILTIN_NAME)?,
+    };
+    if let Some(n) = args.nodes {
+        if n == 0 {
+            return Err(SimError::Override("--nodes must be > 0".into()));
+        }
+        scenario.scale_nodes(n);
+    }
+    if let Some(h) = args.hours {
+        scenario.duration_hours = h;
+    }
+    if let Some(s) = args.step {
+        scenario.step_seconds = s;
+    }
+    if let Some(seed) = args.seed {
+        scenario.seed = seed;
+    }
+    scenario
+        .validate()
+        .map_err(|(field, message)| SimError::Override(format!("{field}: {message}")))?;
+    Ok(scenario)
+}
+
+/// Runs the simulation and prints / writes its reports.
+pub fn run(
+    args: &Args,
+    out: &mut impl Write,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let scenario = load(args)?;
+    let policies = args
+        .policies
+        .iter()
+        .map(|name| Policy::resolve(name.trim(), &scenario))
+        .collect::<Result<Vec<_>, _>>()?;
+    let workload = workload::generate(&scenario, engine::cluster_size(&scenario));
+    let steps = scenario.steps();
+    let mut runs = Vec::with_capacity(policies.len());
+    let mut timings = Vec::new();
+    for policy in &policies {
+        let bar = if args.no_progress { ProgressBar::hidden() } else { ProgressBar::new(steps) };
+        bar.set_style(
+            ProgressStyle::with_template("{prefix:>12} [{bar:40}] {percent:>3}% {msg} ({elapsed})")
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
+        );
+        bar.set_prefix(policy.name.clone());
+        let hours_per_step = scenario.step_seconds as f64 / 3600.0;
+        let started = Instant::now();
+        let mut phases: BTreeMap<Phase, Duration> = BTreeMap::new();
+        let mut current: Option<(Phase, Instant)> = None;
+        let result = engine::run(&scenario, &workload, policy, &mut |event| {
+            let now = Instant::now();
+            if let Some((phase, since)) = current.take() {
+                *phases.entry(phase).or_default() += now - since;
+            }
+            match event {
+                Event::Phase(phase) => current = Some((phase, now)),
+                Event::Step { step, steps } => {
+                    if step % 60 == 0 || step == steps {
+                        bar.set_position(step);
+                        bar.set_message(format!("{:.1} h simulated", step as f64 * hours_per_step));
+                    }
+                }
+            }
+        })?;
+        bar.finish_and_clear();
+        timings.push((policy.name.clone(), phases));
+        runs.push(PolicyRun {
+            result,
+            description: policy.description.clone(),
+            wall_seconds: started.elapsed().as_secs_f64(),
+        });
+    }
+    match args.output {
+        OutputFormat::Text => {
+            writeln!(
+                out,
+                "kolo sim: scenario {} — {} nodes, {} h in {} s steps, seed {}; {} LS pods, {} batch pods in {} jobs ({:.0} jobs/h)\n",
+                if scenario.name.is_empty() { "(unnamed)" } else { &scenario.name },
+                scenario.node_count(),
+                scenario.duration_hours,
+                scenario.step_seconds,
+                scenario.seed,
+                workload.ls.len(),
+                workload.batch.len(),
+                workload.jobs,
+                workload.jobs_per_hour
+            )?;
+            write!(out, "{}", table::render(&runs))?;
+            if args.timings {
+                writeln!(out, "\nwall time by phase:")?;
+                for (name, phases) in &timings {
+                    let parts: Vec<String> = phases
+                        .iter()
+                        .map(|(p, d)| format!("{p:?} {:.1} s", d.as_secs_f64()))
+                        .collect();
+                    writeln!(out, "  {name}: {}", parts.join(", "))?;
+                }
+            }
+        }
+        OutputFormat::Json => {
+            writeln!(out, "{}", data::summary_json(&scenario.name, scenario.seed, &runs))?;
+        }
+    }
+    if let Some(dir) = &args.out {
+        let write = |name: &str, text: &str| {
+            let path = dir.join(name);
+            std::fs::write(&path, text).map_err(|source| SimError::Write { path, source })
+        };
+        std::fs::create_dir_all(dir)
+            .map_err(|source| SimError::Write { path: dir.clone(), source })?;
+        write("summary.json", &data::summary_json(&scenario.name, scenario.seed, &runs))?;
+        for r in &runs {
+            write(
+                &format!("steps-{}.csv", r.result.summary.policy),
+                &data::steps_csv(&r.result.steps),
+            )?;
+        }
+        write("report.html", &html::render(&scenario, &runs))?;
+        if args.output == OutputFormat::Text {
+            writeln!(out, "\nreport: {}", dir.join("report.html").display())?;
+        }
+    }
+    Ok(())
+}
