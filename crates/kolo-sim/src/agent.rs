@@ -87,6 +87,10 @@ impl AgentSide {
             },
             version: CgroupVersion::V2,
             evictions: EvictionHistory { started: Some(now), last_cpu: None, last_memory: None },
+            // The node model has no CFS quotas of LS containers nor a BE
+            // usage history: cfsQuotaBurst and a windowed cpuEvict see none.
+            cfs: Default::default(),
+            be_usage_window: None,
         };
         AgentSide { state, slo }
     }
