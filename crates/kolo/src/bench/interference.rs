@@ -65,7 +65,7 @@ pub struct Args {
     #[arg(long, default_value_t = 2000)]
     pub work_us: u64,
     /// `cpuSuppressThresholdPercent` of the kolo runs, one run per value
-    /// (comma-separated).
+    /// (comma-separated); 0 runs the agent with suppression off.
     #[arg(long, value_delimiter = ',', default_value = "90")]
     pub thresholds: Vec<i64>,
     /// Seconds the kolo runs wait after the agent has put isolation in
@@ -73,6 +73,11 @@ pub struct Args {
     /// node per round).
     #[arg(long, default_value_t = 10)]
     pub settle: u64,
+    /// BE isolation with `cpu.idle` in the kolo runs (kolo's default);
+    /// `--no-cpu-idle` turns it off (`beClass.cpuQOS.enable: false`: the
+    /// BE QoS cgroup keeps the kubelet's 2 shares), to compare the two.
+    #[arg(long)]
+    pub no_cpu_idle: bool,
     /// LS surges for the reaction-time measurement (0: none).
     #[arg(long, default_value_t = 5)]
     pub surges: u32,
@@ -94,6 +99,7 @@ impl Setup {
         match self {
             Setup::Alone => "LS alone".into(),
             Setup::KubeDefaults => "LS + BE, Kubernetes defaults".into(),
+            Setup::Kolo { threshold: 0 } => "LS + BE, kolo agent (no suppression)".into(),
             Setup::Kolo { threshold } => format!("LS + BE, kolo agent (threshold {threshold} %)"),
         }
     }
@@ -149,7 +155,7 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<(), BoxError> {
     if args.rate <= 0.0 || args.work_us == 0 || args.seconds == 0 {
         return Err("--rate, --work-us and --seconds must be positive".into());
     }
-    if let Some(t) = args.thresholds.iter().find(|t| !(1..=100).contains(*t)) {
+    if let Some(t) = args.thresholds.iter().find(|t| !(0..=100).contains(*t)) {
         return Err(format!("--thresholds: {t} is not a percentage in 1..=100").into());
     }
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -169,7 +175,7 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<(), BoxError> {
     for setup in setups {
         eprintln!("kolo bench interference: {} ...", setup.name());
         let surges = match setup {
-            Setup::Kolo { .. } if reaction.is_none() => args.surges,
+            Setup::Kolo { threshold } if threshold > 0 && reaction.is_none() => args.surges,
             _ => 0,
         };
         let (mut run, r) = one_run(setup, &lp, args, cpus, surges)?;
@@ -282,11 +288,16 @@ fn one_run(
             let pods = dir.path().join("pods.json");
             std::fs::write(&pods, &tree.pods)?;
             let slo = dir.path().join("nodeslo.yaml");
-            std::fs::write(&slo, node_slo(threshold))?;
+            std::fs::write(&slo, node_slo(threshold, !args.no_cpu_idle))?;
             let log = std::fs::File::create(dir.path().join("agent.log"))?;
             let slo = slo.to_str().ok_or("temp path is not UTF-8")?.to_string();
             agent = Some(spawn_agent(&tree.sandbox, &pods, &["--node-slo", &slo], log)?);
-            wait_for_isolation(&tree.sandbox, Duration::from_secs(args.settle))?;
+            wait_for_isolation(
+                &tree.sandbox,
+                !args.no_cpu_idle,
+                threshold > 0,
+                Duration::from_secs(args.settle),
+            )?;
         }
         let run = measure(setup, lp, args, cpus, &tree)?;
         let reaction = if surges > 0 { Some(surge_reactions(&mut tree, surges)?) } else { None };
@@ -309,24 +320,36 @@ fn one_run(
 }
 
 /// The NodeSLO of the kolo runs: CFS-quota suppression at `threshold`;
-/// everything else (BE isolation with `cpu.idle` included) kolo's default.
-fn node_slo(threshold: i64) -> String {
-    format!(
-        "resourceUsedThresholdWithBE:\n  enable: true\n  cpuSuppressPolicy: cfsQuota\n  cpuSuppressThresholdPercent: {threshold}\n"
-    )
+/// everything else (BE isolation with `cpu.idle` included, unless
+/// `cpu_idle` is false) kolo's default.
+fn node_slo(threshold: i64, cpu_idle: bool) -> String {
+    let mut slo = format!(
+        "resourceUsedThresholdWithBE:\n  enable: {}\n  cpuSuppressPolicy: cfsQuota\n  cpuSuppressThresholdPercent: {}\n",
+        threshold > 0,
+        threshold.max(1)
+    );
+    if !cpu_idle {
+        slo.push_str("resourceQOSStrategy:\n  beClass:\n    cpuQOS:\n      enable: false\n");
+    }
+    slo
 }
 
 /// Waits until the agent has put BE isolation (`cpu.idle`, where the
 /// kernel has it) and suppression (a CFS quota) on the BE QoS cgroup, and
 /// a few rounds more for the quota to settle.
-fn wait_for_isolation(sandbox: &TestCgroups, settle: Duration) -> Result<(), BoxError> {
+fn wait_for_isolation(
+    sandbox: &TestCgroups,
+    cpu_idle: bool,
+    suppress: bool,
+    settle: Duration,
+) -> Result<(), BoxError> {
     let start = Instant::now();
     loop {
         let idle = match sandbox.read(Subsystem::Cpu, "kubepods/besteffort", "cpu.idle") {
-            Ok(v) => v == "1",
+            Ok(v) => v == if cpu_idle { "1" } else { "0" },
             Err(_) => true, // no cpu.idle on this kernel: shares only
         };
-        if idle && be_quota_cores(sandbox)?.is_some() {
+        if idle && (!suppress || be_quota_cores(sandbox)?.is_some()) {
             break;
         }
         if start.elapsed() > Duration::from_secs(20) {
