@@ -132,7 +132,7 @@ impl Percentiles {
         if latencies.is_empty() {
             return None;
         }
-        let mut us: Vec<f64> = latencies.iter().map(|d| d.as_secs_f64() * 1e6).collect();
+        let mut us: Vec<f64> = latencies.iter().map(|d| d.as_nanos() as f64 / 1000.0).collect();
         us.sort_by(f64::total_cmp);
         let rank = |q: f64| {
             let r = (q * us.len() as f64).ceil() as usize;
