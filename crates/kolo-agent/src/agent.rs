@@ -151,6 +151,9 @@ pub struct Agent<S> {
     /// until the next round's fresh pod samples, the strategies see the BE
     /// pods' last samples scaled to it.
     fast_be_cores: Option<f64>,
+    /// The BE pods' CPU in the last round's samples, cores (summed once per
+    /// round: the fast path compares against it every probe).
+    sampled_be_cores: f64,
     /// Whether rounds read the CFS state of LS containers with CPU limits
     /// (see [`Agent::set_collect_cfs`]); on until the caller says otherwise,
     /// so quotas a previous agent raised are seen and reset.
@@ -210,6 +213,7 @@ impl<S: PodSource> Agent<S> {
             node: NodeCollector::new(&config.proc_root, &config.sys_root),
             fast: None,
             fast_be_cores: None,
+            sampled_be_cores: 0.0,
             collect_cfs: true,
             cfs: BTreeMap::new(),
             be_window: None,
@@ -289,6 +293,7 @@ impl<S: PodSource> Agent<S> {
         report.pods_measured = pods.len();
         report.pods_known = self.pod_refs.len();
         self.last_samples = pods;
+        self.sampled_be_cores = self.sum_be_samples();
         self.stats.ticks += 1;
         self.stats.errors += report.errors.len() as u64;
         self.stats.last_tick_seconds = started.elapsed().as_secs_f64();
@@ -381,7 +386,7 @@ impl<S: PodSource> Agent<S> {
         // After a fast-path surge, the BE pods' CPU is what the BE cgroup
         // used over the last probe interval (their samples are a round old).
         let be_scale = self.fast_be_cores.map(|now| {
-            let sampled = self.sampled_be_cores();
+            let sampled = self.sampled_be_cores;
             if sampled > 0.0 { now / sampled } else { 1.0 }
         });
         let pods = self
@@ -564,12 +569,12 @@ impl<S: PodSource> Agent<S> {
     /// node usage minus the BE pods' usage.
     fn seen_non_be_cores(&self) -> f64 {
         let node = self.last_node.map_or(0.0, |n| n.cpu_cores);
-        let be = self.fast_be_cores.unwrap_or_else(|| self.sampled_be_cores());
+        let be = self.fast_be_cores.unwrap_or(self.sampled_be_cores);
         (node - be).max(0.0)
     }
 
     /// The BE pods' CPU in the last round's samples, cores.
-    fn sampled_be_cores(&self) -> f64 {
+    fn sum_be_samples(&self) -> f64 {
         let be: std::collections::HashSet<&str> =
             self.pod_states.iter().filter(|p| p.is_be()).map(|p| p.pod.uid.as_str()).collect();
         self.last_samples.iter().filter(|s| be.contains(s.uid.as_str())).map(|s| s.cpu_cores).sum()

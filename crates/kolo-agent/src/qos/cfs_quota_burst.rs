@@ -83,10 +83,11 @@ pub enum Operation {
     Remain,
 }
 
-/// The share pool's state and ratio (see the module docs).
-pub fn pool_state(node: &NodeState, threshold_percent: i64) -> (PoolState, f64) {
+/// The share pool's usage ratio (see the module docs); `None` without node
+/// usage.
+pub fn pool_ratio(node: &NodeState) -> Option<f64> {
     if node.usage.cpu_milli <= 0 || node.capacity.cpu_milli <= 0 {
-        return (PoolState::Unknown, 0.0);
+        return None;
     }
     let exclusive = |p: &&PodState| matches!(p.pod.qos, QoSClass::LSR | QoSClass::LSE);
     let total = node.capacity.cpu_milli
@@ -98,16 +99,20 @@ pub fn pool_state(node: &NodeState, threshold_percent: i64) -> (PoolState, f64) 
         .filter_map(|p| p.usage.map(|u| u.cpu_milli))
         .sum::<i64>();
     let usage = node.usage.cpu_milli - outside;
-    let ratio = if total <= 0 { 1.0 } else { usage as f64 / total as f64 };
+    Some(if total <= 0 { 1.0 } else { usage as f64 / total as f64 })
+}
+
+/// The share pool's state at `ratio` ([`pool_ratio`]) for a threshold.
+pub fn pool_state(ratio: Option<f64>, threshold_percent: i64) -> PoolState {
+    let Some(ratio) = ratio else { return PoolState::Unknown };
     let threshold = threshold_percent as f64 / 100.0;
-    let state = if ratio >= threshold {
+    if ratio >= threshold {
         PoolState::Overload
     } else if ratio >= 0.9 * threshold {
         PoolState::Cooling
     } else {
         PoolState::Idle
-    };
-    (state, ratio)
+    }
 }
 
 /// The operation after the pool's adjustment.
@@ -176,6 +181,9 @@ impl Strategy for CfsQuotaBurst {
         if node.cfs.is_empty() {
             return;
         }
+        // The ratio is the node's; only the threshold may differ per pod
+        // (annotation), so it is computed once.
+        let ratio = pool_ratio(node);
         for pod in node.pods.iter().filter(|p| candidate(p)) {
             let cfg = pod_config(slo, pod);
             let policy = cfg.policy.as_deref();
@@ -183,7 +191,7 @@ impl Strategy for CfsQuotaBurst {
             let percent = cfg.cfs_quota_burst_percent.unwrap_or(DEFAULT_CFS_QUOTA_BURST_PERCENT);
             let threshold =
                 cfg.share_pool_threshold_percent.unwrap_or(DEFAULT_SHARE_POOL_THRESHOLD_PERCENT);
-            let (pool, ratio) = pool_state(node, threshold);
+            let pool = pool_state(ratio, threshold);
             let key = pod.pod.key();
             let mut pod_delta = 0i64;
             for c in &pod.containers {
@@ -211,7 +219,7 @@ impl Strategy for CfsQuotaBurst {
                         state
                             .throttled_ratio
                             .map_or("unknown".to_string(), |r| format!("{:.0} %", r * 100.0)),
-                        ratio * 100.0,
+                        ratio.unwrap_or(0.0) * 100.0,
                         policy.unwrap_or("none"),
                     ),
                 );
@@ -293,9 +301,9 @@ mod tests {
             (0, PoolState::Unknown, 0.0),
         ] {
             let n = node_with(usage, 200_000, None);
-            let (s, r) = pool_state(&n, 50);
-            assert_eq!(s, state, "usage {usage}");
-            assert!((r - ratio).abs() < 1e-9, "usage {usage}: {r}");
+            let r = pool_ratio(&n);
+            assert_eq!(pool_state(r, 50), state, "usage {usage}");
+            assert!((r.unwrap_or(0.0) - ratio).abs() < 1e-9, "usage {usage}: {r:?}");
         }
     }
 

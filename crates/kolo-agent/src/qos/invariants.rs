@@ -20,9 +20,6 @@ use crate::cgroup::{
 use crate::pod_ref::{ContainerRef, PodRef};
 use crate::predictor::CpuMem;
 
-const QOS: [QoSClass; 5] =
-    [QoSClass::LSE, QoSClass::LSR, QoSClass::LS, QoSClass::BE, QoSClass::System];
-
 /// The kubelet's CFS quota for a CPU limit (µs per 100 ms).
 fn base_quota(limit_milli: i64) -> i64 {
     (limit_milli * 100).max(1000)
@@ -45,7 +42,7 @@ fn node(pods: Vec<(usize, i64, i64, i64)>, usage: i64) -> NodeState {
         .into_iter()
         .enumerate()
         .map(|(i, (qos, cpu, mem, batch))| {
-            let qos = QOS[qos];
+            let qos = QoSClass::ALL[qos];
             let kube_qos = if qos == QoSClass::BE {
                 KubeQoSClass::BestEffort
             } else {

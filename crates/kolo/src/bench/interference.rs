@@ -34,7 +34,8 @@ use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::time::{Duration, Instant};
 
-use kolo_agent::cgroup::Subsystem;
+use kolo_agent::cgroup::reader::parse_cpu_usage;
+use kolo_agent::cgroup::{CgroupVersion, Subsystem};
 use kolo_agent::collect::node::NodeCollector;
 use kolo_agent::sandbox::{CONTROLLERS, TestCgroups, Workload, pods_file};
 use kolo_api::QoSClass;
@@ -256,7 +257,8 @@ fn usage_ns(sandbox: &TestCgroups, rel: &str) -> Result<u64, BoxError> {
     let text = sandbox
         .read(Subsystem::Cpuacct, rel, "cpuacct.usage")
         .map_err(|e| format!("{rel}/cpuacct.usage: {e}"))?;
-    Ok(text.parse().map_err(|e| format!("{rel}/cpuacct.usage: {text:?}: {e}"))?)
+    Ok(parse_cpu_usage(CgroupVersion::V1, &text)
+        .map_err(|e| format!("{rel}/cpuacct.usage: {e}"))?)
 }
 
 /// The BE QoS cgroup's CFS quota in cores (`None`: unlimited).
