@@ -31,6 +31,7 @@ use crate::collect::node::NodeCollector;
 use crate::collect::pod::PodCollector;
 use crate::collect::psi::NodePsiReader;
 use crate::fast_probe::{FastProbe, SurgeRule};
+use crate::kernel::{self, FairScheduler};
 use crate::nodemetric::{CollectPolicy, ProdInputs, StatusInputs, build};
 use crate::pod_ref::PodRef;
 use crate::pods::{LastGood, PodSource};
@@ -147,6 +148,8 @@ pub struct Agent<S> {
     /// The fast path's open counters (`None` until first used, or when
     /// the layout has no CPU accounting files).
     fast: Option<FastProbe>,
+    /// The kernel's fair scheduler (detected once at start).
+    scheduler: Option<FairScheduler>,
     /// The BE QoS cgroup's CPU use the last fast-path surge saw (cores):
     /// until the next round's fresh pod samples, the strategies see the BE
     /// pods' last samples scaled to it.
@@ -204,8 +207,11 @@ impl<S: PodSource> Agent<S> {
             let report = predictor.restore(&saved, |_| true);
             tracing::info!(?report, path = %path.display(), "predictor checkpoint restored");
         }
+        let scheduler = kernel::detect(&config.proc_root, &config.sys_root);
+        tracing::info!(?scheduler, "kernel fair scheduler (EEVDF: BE isolation by weight)");
         let cgroups = Arc::new(cgroups);
         Ok(Agent {
+            scheduler,
             cgroups: Arc::clone(&cgroups),
             started: None,
             last_cpu_eviction: None,
@@ -434,6 +440,7 @@ impl<S: PodSource> Agent<S> {
                 bvt_warp_ns: self.cgroups.is_supported(Resource::CpuBvtWarpNs),
                 cfs_burst: self.cgroups.is_supported(Resource::CpuCfsBurst),
                 memory_qos: self.cgroups.is_supported(Resource::MemoryMin),
+                eevdf: self.scheduler == Some(FairScheduler::Eevdf),
             },
             version: self.cgroups.version(),
             evictions: EvictionHistory {

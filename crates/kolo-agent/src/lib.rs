@@ -13,7 +13,8 @@
 //! * [`predictor`]: decaying-histogram peak predictor (prodReclaimable,
 //!   prodPeak) with checkpoints;
 //! * [`nodemetric`]: the NodeMetric status built from the store and predictor;
-//! * [`pods`]: where the pod list comes from (the kubelet, or a file).
+//! * [`pods`]: where the pod list comes from (the kubelet, or a file);
+//! * [`kernel`]: which fair scheduler the kernel runs (CFS or EEVDF).
 //!
 //! The shared vocabulary is [`PodRef`] (what the agent needs to know of a
 //! pod) and the samples in [`sample`].
@@ -23,6 +24,7 @@ pub mod cgroup;
 pub mod collect;
 pub mod evict;
 pub mod fast_probe;
+pub mod kernel;
 pub mod metrics;
 pub mod nodemetric;
 pub mod pod_ref;

@@ -84,6 +84,8 @@ impl AgentSide {
                 bvt_warp_ns: false,
                 cfs_burst: true,
                 memory_qos: true,
+                // The contention model is CFS with cpu.idle (docs/sim.md).
+                eevdf: false,
             },
             version: CgroupVersion::V2,
             evictions: EvictionHistory { started: Some(now), last_cpu: None, last_memory: None },

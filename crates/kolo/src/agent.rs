@@ -278,12 +278,14 @@ pub(crate) fn run_ticks(
         // storm after a slow round). With the QoS strategies on and a BE pod
         // on the node, probe node and BE CPU every 50 ms meanwhile and,
         // when the node is above the suppression threshold, re-plan at once
-        // when non-BE CPU jumps by 10 % of the capacity: an LS surge is
-        // answered in about 50-100 ms, not at the next round. Without a BE
+        // when non-BE CPU jumps by 10 % of the capacity (and once more 10 ms
+        // later): an LS surge is answered within about one probe interval,
+        // not at the next round. Without a BE
         // pod there is nothing to throttle and the loop just sleeps.
         let next = interval
             .mul_f64((start.elapsed().as_secs_f64() / interval.as_secs_f64()).floor() + 1.0);
         let probe = qos.is_some() && agent.lock().expect("agent lock").has_be_pods();
+        let mut pause = FAST_PROBE;
         loop {
             let left = next.saturating_sub(start.elapsed());
             if left.is_zero() {
@@ -293,12 +295,17 @@ pub(crate) fn run_ticks(
                 std::thread::sleep(left);
                 break;
             };
-            std::thread::sleep(left.min(FAST_PROBE));
+            std::thread::sleep(left.min(pause));
             let now = Timestamp::now();
             let mut agent = agent.lock().expect("agent lock");
+            pause = FAST_PROBE;
             if agent.fast_probe(now, FAST_PROBE_JUMP, qos.hot()) {
                 tracing::debug!("node CPU jumped: re-planning now");
                 qos.round(&mut agent, now, true);
+                // A surge that began late in the last interval showed only
+                // part of its size; look again soon, over a window that
+                // lies wholly inside it, instead of a full interval later.
+                pause = FAST_PROBE_FOLLOW_UP;
             }
         }
     }
@@ -306,6 +313,8 @@ pub(crate) fn run_ticks(
 
 /// How often the fast path reads node CPU between rounds.
 const FAST_PROBE: Duration = Duration::from_millis(50);
+/// How soon the fast path looks again after a surge re-planned.
+const FAST_PROBE_FOLLOW_UP: Duration = Duration::from_millis(10);
 /// The rise of non-BE CPU (share of capacity) that re-plans at once.
 const FAST_PROBE_JUMP: f64 = 0.1;
 

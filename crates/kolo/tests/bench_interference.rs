@@ -1,4 +1,4 @@
-//! `kolo bench interference` end to end, short: the three runs complete on
+//! `kolo bench interference` end to end, short: the four runs complete on
 //! real cgroups and their figures are consistent with what each run sets
 //! up. (The figures recorded in docs/benchmarks.md come from the full-length
 //! command on an idle machine; this only checks that the command works and
@@ -28,7 +28,12 @@ fn interference_bench_runs_and_measures_each_setup() {
     let names: Vec<&str> = runs.iter().map(|r| r["name"].as_str().unwrap()).collect();
     assert_eq!(
         names,
-        ["LS alone", "LS + BE, Kubernetes defaults", "LS + BE, kolo agent (threshold 90 %)"]
+        [
+            "LS alone",
+            "LS + BE, Kubernetes defaults",
+            "LS + BE, kolo defaults (cpuset 65 %)",
+            "LS + BE, kolo, cfsQuota 90 %"
+        ]
     );
     for run in runs {
         let name = run["name"].as_str().unwrap();
@@ -51,9 +56,12 @@ fn interference_bench_runs_and_measures_each_setup() {
     // Under Kubernetes defaults the hogs take what LS leaves.
     let be_default = runs[1]["be_cores"].as_f64().unwrap();
     assert!(be_default > cpus - 1.0, "BE under defaults used {be_default:.2} cores");
-    // Under kolo the BE QoS cgroup has a CFS quota: BE gets something, and
-    // at most what the quota allows.
-    let be_kolo = runs[2]["be_cores"].as_f64().unwrap();
+    // kolo's defaults isolate BE but still let it use the idle CPU.
+    let be_defaults = runs[2]["be_cores"].as_f64().unwrap();
+    assert!(be_defaults > 0.1, "BE under kolo defaults used {be_defaults:.2} cores");
+    // With CFS-quota suppression the BE QoS cgroup has a quota: BE gets
+    // something, and at most what the quota allows.
+    let be_kolo = runs[3]["be_cores"].as_f64().unwrap();
     assert!(be_kolo > 0.0 && be_kolo < cpus * 0.9 + 0.05, "BE under kolo used {be_kolo:.2} cores");
     let reaction = &report["reaction"];
     assert_eq!(reaction["ms"].as_array().unwrap().len(), 1, "{reaction}");

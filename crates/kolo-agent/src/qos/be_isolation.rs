@@ -7,7 +7,12 @@
 //!    tasks only run when no other task wants the CPU. Not on the pods: the
 //!    kernel refuses `cpu.shares` / `cpu.weight` writes to an idle group
 //!    (`EINVAL`), and `batchResource` sets the BE pods' shares, by which
-//!    they share the BE dir's idle time among themselves;
+//!    they share the BE dir's idle time among themselves. Only on CFS
+//!    kernels (< 6.6) unless beClass `cpuQOS.schedIdle` says otherwise
+//!    (1: always, 0: never): on EEVDF kernels a waking LS task waits up to
+//!    a scheduler tick behind an idle group, so there the BE dir gets
+//!    `cpu.idle = 0` and the next mechanism ([`crate::kernel`] has the
+//!    measurements);
 //! 2. `cpu.bvt_warp_ns` = beClass `groupIdentity` (default `-1`, Alibaba
 //!    Cloud Linux group identity), also on the BE containers;
 //! 3. `cpu.shares = 2` on the BE QoS dir (the smallest weight; the kubelet
@@ -32,7 +37,7 @@ use kolo_api::QoSClass;
 use kolo_api::crd::{CPUQOSCfg, NodeSLOSpec, ResourceQOS};
 use kolo_api::names::annotation;
 
-use super::{NodeState, Plan, PodState, Strategy};
+use super::{Features, NodeState, Plan, PodState, Strategy};
 use crate::cgroup::resource::MIN_SHARES;
 use crate::cgroup::{CgroupDir, CgroupWrite, Resource};
 
@@ -114,6 +119,34 @@ pub fn be_enabled(slo: &NodeSLOSpec) -> bool {
     class_cpu_qos(slo, QoSClass::BE).and_then(|c| c.enable) != Some(false)
 }
 
+/// Whether the BE QoS dir gets `cpu.idle = 1`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SchedIdle {
+    /// Yes (the reason).
+    Use(&'static str),
+    /// No, though the kernel has it (the reason): reset to 0.
+    Avoid(&'static str),
+    /// The kernel has no `cpu.idle`.
+    Unavailable,
+}
+
+/// beClass `cpuQOS.schedIdle` decides where set (1: use `cpu.idle`, else
+/// not); unset, kolo uses `cpu.idle` on CFS kernels and not on EEVDF ones,
+/// where it delays waking LS tasks by up to a tick ([`crate::kernel`]).
+fn be_sched_idle(slo: &NodeSLOSpec, f: Features) -> SchedIdle {
+    if !f.cpu_idle {
+        return SchedIdle::Unavailable;
+    }
+    match class_cpu_qos(slo, QoSClass::BE).and_then(|c| c.sched_idle) {
+        Some(1) => SchedIdle::Use("beClass cpuQOS schedIdle=1"),
+        Some(_) => SchedIdle::Avoid("beClass cpuQOS schedIdle=0"),
+        None if f.eevdf => SchedIdle::Avoid(
+            "EEVDF scheduler: cpu.idle delays waking LS tasks; BE isolated by weight",
+        ),
+        None => SchedIdle::Use("kernel has cpu.idle, CFS scheduler"),
+    }
+}
+
 fn pod_and_containers(pod: &PodState) -> impl Iterator<Item = (&CgroupDir, String)> {
     let key = pod.pod.key();
     std::iter::once((&pod.dir, format!("pod {key}"))).chain(
@@ -154,21 +187,33 @@ impl BeIsolation {
             }
             return;
         }
-        if f.cpu_idle {
-            // Only the QoS dir: the kernel refuses `cpu.shares` / `cpu.weight`
-            // on an idle group, and batchResource sets the BE pods' shares
-            // (inside the idle BE dir they share by their batch-cpu requests).
-            let n = be_pods.count();
-            plan.write(
-                NAME,
-                CgroupWrite::int(&node.be_dir, Resource::CpuIdle, 1),
-                format!(
-                    "BE QoS dir ({n} BE pods): cpu.idle=1 (lowest CPU priority; kernel has cpu.idle)"
-                ),
-            );
-        } else if f.bvt_warp_ns {
+        let n = be_pods.clone().count();
+        match be_sched_idle(slo, f) {
+            SchedIdle::Use(why) => {
+                // Only the QoS dir: the kernel refuses `cpu.shares` / `cpu.weight`
+                // on an idle group, and batchResource sets the BE pods' shares
+                // (inside the idle BE dir they share by their batch-cpu requests).
+                plan.write(
+                    NAME,
+                    CgroupWrite::int(&node.be_dir, Resource::CpuIdle, 1),
+                    format!("BE QoS dir ({n} BE pods): cpu.idle=1 (lowest CPU priority; {why})"),
+                );
+                return;
+            }
+            SchedIdle::Avoid(why) => {
+                // Written before the shares below (same depth keeps the
+                // plan's order): an idle group refuses `cpu.shares`.
+                plan.write(
+                    NAME,
+                    CgroupWrite::int(&node.be_dir, Resource::CpuIdle, 0),
+                    format!("BE QoS dir ({n} BE pods): cpu.idle=0 ({why})"),
+                );
+            }
+            SchedIdle::Unavailable => {}
+        }
+        if f.bvt_warp_ns {
             let bvt = group_identity(slo, QoSClass::BE);
-            let why = "lowest CPU priority; no cpu.idle, kernel has group identity";
+            let why = "lowest CPU priority; cpu.idle not used, kernel has group identity";
             plan.write(
                 NAME,
                 CgroupWrite::int(&node.be_dir, Resource::CpuBvtWarpNs, bvt),
@@ -187,7 +232,7 @@ impl BeIsolation {
             plan.write(
                 NAME,
                 CgroupWrite::int(&node.be_dir, Resource::CpuShares, MIN_SHARES),
-                format!("BE QoS dir: cpu.shares={MIN_SHARES} (lowest CPU weight; kernel has neither cpu.idle nor group identity)"),
+                format!("BE QoS dir: cpu.shares={MIN_SHARES} (lowest CPU weight; no group identity, cpu.idle not used)"),
             );
         }
     }
@@ -307,14 +352,62 @@ mod tests {
         assert_eq!(plan.writes.len(), 1);
         assert_eq!(
             plan.writes[0].reason,
-            "BE QoS dir (1 BE pods): cpu.idle=1 (lowest CPU priority; kernel has cpu.idle)"
+            "BE QoS dir (1 BE pods): cpu.idle=1 (lowest CPU priority; kernel has cpu.idle, CFS scheduler)"
         );
         // bvt: a reason per pod / container, with the value.
         let plan = run(&BeIsolation, &node_with(bvt), &NodeSLOSpec::default());
         let reason = &plan.writes.iter().find(|w| w.write.dir == dir(BE_POD)).unwrap().reason;
         assert_eq!(
             reason,
-            "BE pod default/spark-1: cpu.bvt_warp_ns=-1 (lowest CPU priority; no cpu.idle, kernel has group identity)"
+            "BE pod default/spark-1: cpu.bvt_warp_ns=-1 (lowest CPU priority; cpu.idle not used, kernel has group identity)"
+        );
+    }
+
+    #[test]
+    fn sched_idle_by_scheduler_and_config() {
+        let cfs = Features { cpu_idle: true, ..Default::default() };
+        let eevdf = Features { eevdf: true, ..cfs };
+        let sched_idle = |v: Option<i64>| {
+            slo(
+                Some(ResourceQOS {
+                    cpu_qos: Some(CPUQOSCfg { sched_idle: v, ..Default::default() }),
+                    ..Default::default()
+                }),
+                None,
+            )
+        };
+        // (features, beClass schedIdle, BE dir cpu.idle, BE dir cpu.shares)
+        let table = [
+            (cfs, None, int(1), None),
+            (eevdf, None, int(0), int(2)),
+            (cfs, Some(0), int(0), int(2)),
+            (eevdf, Some(1), int(1), None),
+            (eevdf, Some(0), int(0), int(2)),
+            // No cpu.idle file: shares whatever schedIdle says.
+            (Features { eevdf: true, ..Default::default() }, Some(1), None, int(2)),
+        ];
+        for (features, idle, want_idle, want_shares) in table {
+            let plan = run(&BeIsolation, &node_with(features), &sched_idle(idle));
+            assert_eq!(
+                written(&plan, BE_DIR, Resource::CpuIdle),
+                want_idle,
+                "{features:?} {idle:?}"
+            );
+            assert_eq!(
+                written(&plan, BE_DIR, Resource::CpuShares),
+                want_shares,
+                "{features:?} {idle:?}"
+            );
+            // cpu.idle=0 comes before the shares: an idle group refuses them.
+            let order: Vec<Resource> = plan.writes.iter().map(|w| w.write.resource).collect();
+            if want_idle == int(0) {
+                assert_eq!(order, [Resource::CpuIdle, Resource::CpuShares]);
+            }
+        }
+        let plan = run(&BeIsolation, &node_with(eevdf), &NodeSLOSpec::default());
+        assert_eq!(
+            plan.writes[0].reason,
+            "BE QoS dir (1 BE pods): cpu.idle=0 (EEVDF scheduler: cpu.idle delays waking LS tasks; BE isolated by weight)"
         );
     }
 

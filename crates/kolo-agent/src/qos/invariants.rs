@@ -118,7 +118,13 @@ fn node(pods: Vec<(usize, i64, i64, i64)>, usage: i64) -> NodeState {
         be_dir: paths.qos_dir(KubeQoSClass::BestEffort).clone(),
         be: BeGroupState { cpuset: Some(CpuSet::from_range(0, 15)), cfs_quota_us: Some(-1) },
         pods,
-        features: Features { cpu_idle: true, bvt_warp_ns: true, cfs_burst: true, memory_qos: true },
+        features: Features {
+            cpu_idle: true,
+            bvt_warp_ns: true,
+            cfs_burst: true,
+            memory_qos: true,
+            eevdf: false,
+        },
         version: CgroupVersion::V1,
         evictions: EvictionHistory {
             started: Some(now - std::time::Duration::from_secs(3600)),

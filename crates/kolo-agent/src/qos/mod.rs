@@ -39,6 +39,9 @@ pub struct Features {
     pub cfs_burst: bool,
     /// `memory.min`, `memory.low`, `memory.high`.
     pub memory_qos: bool,
+    /// The fair scheduler is EEVDF (Linux ≥ 6.6), where `cpu.idle` delays
+    /// waking LS tasks instead of protecting them ([`crate::kernel`]).
+    pub eevdf: bool,
 }
 
 /// One container of a pod.

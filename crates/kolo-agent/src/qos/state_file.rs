@@ -13,7 +13,7 @@
 //!   beCpus: "0-15"                      # optional: default every CPU of the capacity
 //!   cgroupVersion: v1                   # v1 (default) or v2
 //!   cgroupDriver: cgroupfs              # cgroupfs (default) or systemd
-//!   features: {cpuIdle: true, cfsBurst: true}
+//!   features: {cpuIdle: true, cfsBurst: true}   # also bvtWarpNs, memoryQos, eevdf
 //!   be: {cpuset: "0-15", cfsQuotaUs: -1} # the BE QoS cgroup now
 //!   beUsageWindow: {seconds: 60, cpu: 3800m, coveredSeconds: 60}  # optional: cpuEvict's window
 //! pods:

@@ -43,7 +43,7 @@ pub(crate) fn node() -> NodeState {
 
 /// Every kernel feature on.
 pub(crate) fn all_features() -> Features {
-    Features { cpu_idle: true, bvt_warp_ns: true, cfs_burst: true, memory_qos: true }
+    Features { cpu_idle: true, bvt_warp_ns: true, cfs_burst: true, memory_qos: true, eevdf: false }
 }
 
 /// A cgroup dir from a path.

@@ -11,9 +11,10 @@
 //! the NodeSLO and lets the agent fill in defaults; kolo writes the complete
 //! defaults ([`default_resource_qos`]) so that `kubectl get nodeslo` shows
 //! what is in force. The values are the reference agent's defaults except
-//! that BE pods get `schedIdle: 1` (the kernel's `cpu.idle`), the lowest
-//! CPU priority mainline Linux offers, which kolo's agent uses for BE
-//! isolation.
+//! that BE CPU QoS is on (`beClass.cpuQOS.enable: true`: kolo's agent
+//! isolates BE pods by default) with `schedIdle` unset: the agent picks the
+//! lowest CPU priority the node's kernel offers (`cpu.idle` on CFS kernels,
+//! the minimal weight on EEVDF ones, where `cpu.idle` delays LS wake-ups).
 
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector as KubeLabelSelector;
@@ -391,7 +392,7 @@ fn validate_class(class: &ResourceQOS) -> Result<(), FieldError> {
 /// The complete per-class QoS defaults (see the module docs).
 pub fn default_resource_qos() -> ResourceQOSStrategy {
     let class = |group_identity: i64,
-                 sched_idle: i64,
+                 sched_idle: Option<i64>,
                  core_expeller: bool,
                  cat_end: i64,
                  wmark_ratio: i64,
@@ -400,7 +401,7 @@ pub fn default_resource_qos() -> ResourceQOSStrategy {
         cpu_qos: Some(CPUQOSCfg {
             enable: Some(false),
             group_identity: Some(group_identity),
-            sched_idle: Some(sched_idle),
+            sched_idle,
             core_expeller: Some(core_expeller),
         }),
         memory_qos: Some(MemoryQOSCfg {
@@ -425,16 +426,24 @@ pub fn default_resource_qos() -> ResourceQOSStrategy {
         }),
         network_qos: Some(NetworkQOSCfg { enable: Some(false), ..Default::default() }),
     };
+    // BE CPU QoS is on (the agent's BE isolation; the reference renders it
+    // off, so BE work would keep the kubelet's defaults), and schedIdle is
+    // left to the agent, which knows the node's kernel: `cpu.idle` on CFS
+    // kernels, the minimal weight on EEVDF ones (kolo_agent::kernel).
+    let mut be = class(-1, None, false, 30, 95, 20, 50);
+    if let Some(cpu) = be.cpu_qos.as_mut() {
+        cpu.enable = Some(true);
+    }
     ResourceQOSStrategy {
         policies: Some(ResourceQOSPolicies {
             cpu_policy: Some("groupIdentity".into()),
             net_qos_policy: Some("tc".into()),
         }),
-        lsr_class: Some(class(2, 0, true, 100, 95, 20, -25)),
-        ls_class: Some(class(2, 0, true, 100, 95, 20, -25)),
-        be_class: Some(class(-1, 1, false, 30, 95, 20, 50)),
-        system_class: Some(class(0, 0, false, 100, 0, 50, 0)),
-        cgroup_root: Some(class(0, 0, false, 100, 0, 50, 0)),
+        lsr_class: Some(class(2, Some(0), true, 100, 95, 20, -25)),
+        ls_class: Some(class(2, Some(0), true, 100, 95, 20, -25)),
+        be_class: Some(be),
+        system_class: Some(class(0, Some(0), false, 100, 0, 50, 0)),
+        cgroup_root: Some(class(0, Some(0), false, 100, 0, 50, 0)),
     }
 }
 
@@ -602,7 +611,10 @@ mod tests {
         assert_eq!(ls.memory_qos.as_ref().unwrap().wmark_min_adj, Some(-25));
         let be = q.be_class.as_ref().unwrap();
         assert_eq!(be.cpu_qos.as_ref().unwrap().group_identity, Some(-1));
-        assert_eq!(be.cpu_qos.as_ref().unwrap().sched_idle, Some(1), "kolo: BE uses cpu.idle");
+        let be_cpu = be.cpu_qos.as_ref().unwrap();
+        assert_eq!(be_cpu.sched_idle, None, "kolo: the agent picks cpu.idle per kernel");
+        assert_eq!(be_cpu.enable, Some(true), "kolo: BE isolation on, as the agent's default");
+        assert_eq!(ls.cpu_qos.as_ref().unwrap().enable, Some(false));
         assert_eq!(be.resctrl_qos.as_ref().unwrap().cat_range_end_percent, Some(30));
         assert_eq!(be.memory_qos.as_ref().unwrap().wmark_min_adj, Some(50));
         for s in [

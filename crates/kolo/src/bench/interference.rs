@@ -17,10 +17,17 @@
 //!
 //! 1. **LS alone** — no hogs;
 //! 2. **Kubernetes defaults** — the hogs with the shares above, nothing else;
-//! 3. **kolo** — the hogs and `kolo agent --standalone` with a NodeSLO that
-//!    turns on CFS-quota suppression at the given threshold (one run per
-//!    `--thresholds` value); BE isolation (`cpu.idle`) is on by kolo's
-//!    default. The measurement starts once the agent has put both in place.
+//! 3. **kolo, defaults** — the hogs and `kolo agent --standalone` with
+//!    co-location turned on and everything else at its default: BE
+//!    isolation as the agent picks it for this kernel (`cpu.idle` on CFS
+//!    kernels, the minimal weight on EEVDF ones; `--sched-idle` forces
+//!    it) and the reference's default suppression (`cpuset` policy at
+//!    65 %; it never leaves BE fewer than 2 CPUs);
+//! 4. **kolo, CFS-quota suppression** — the same with `cpuSuppressPolicy:
+//!    cfsQuota` at each `--thresholds` value (0: suppression off).
+//!
+//! The kolo measurements start once the agent has put isolation and
+//! suppression in place.
 //!
 //! For each: LS latency percentiles (open-loop: arrival to completion), and
 //! the CPU the LS and BE cgroups used over the measured window (their
@@ -65,8 +72,9 @@ pub struct Args {
     /// 40 % of a core.
     #[arg(long, default_value_t = 2000)]
     pub work_us: u64,
-    /// `cpuSuppressThresholdPercent` of the kolo runs, one run per value
-    /// (comma-separated); 0 runs the agent with suppression off.
+    /// `cpuSuppressThresholdPercent` of the CFS-quota suppression runs,
+    /// one run per value (comma-separated; 0 runs the agent with
+    /// suppression off). They follow the kolo-defaults run.
     #[arg(long, value_delimiter = ',', default_value = "90")]
     pub thresholds: Vec<i64>,
     /// Seconds the kolo runs wait after the agent has put isolation in
@@ -74,11 +82,11 @@ pub struct Args {
     /// node per round).
     #[arg(long, default_value_t = 10)]
     pub settle: u64,
-    /// BE isolation with `cpu.idle` in the kolo runs (kolo's default);
-    /// `--no-cpu-idle` turns it off (`beClass.cpuQOS.enable: false`: the
-    /// BE QoS cgroup keeps the kubelet's 2 shares), to compare the two.
-    #[arg(long)]
-    pub no_cpu_idle: bool,
+    /// beClass `cpuQOS.schedIdle` of the kolo runs: 1 isolates BE with
+    /// `cpu.idle`, 0 with the minimal CPU weight; unset, the agent picks
+    /// by kernel (`cpu.idle` on CFS, the weight on EEVDF).
+    #[arg(long, value_parser = clap::value_parser!(i64).range(0..=1))]
+    pub sched_idle: Option<i64>,
     /// LS surges for the reaction-time measurement (0: none).
     #[arg(long, default_value_t = 5)]
     pub surges: u32,
@@ -92,7 +100,12 @@ pub struct Args {
 enum Setup {
     Alone,
     KubeDefaults,
-    Kolo { threshold: i64 },
+    /// kolo with the defaults (cpuset suppression at 65 %).
+    KoloDefaults,
+    /// kolo with CFS-quota suppression at `threshold` (0: off).
+    Kolo {
+        threshold: i64,
+    },
 }
 
 impl Setup {
@@ -100,8 +113,9 @@ impl Setup {
         match self {
             Setup::Alone => "LS alone".into(),
             Setup::KubeDefaults => "LS + BE, Kubernetes defaults".into(),
-            Setup::Kolo { threshold: 0 } => "LS + BE, kolo agent (no suppression)".into(),
-            Setup::Kolo { threshold } => format!("LS + BE, kolo agent (threshold {threshold} %)"),
+            Setup::KoloDefaults => "LS + BE, kolo defaults (cpuset 65 %)".into(),
+            Setup::Kolo { threshold: 0 } => "LS + BE, kolo, no suppression".into(),
+            Setup::Kolo { threshold } => format!("LS + BE, kolo, cfsQuota {threshold} %"),
         }
     }
 }
@@ -169,7 +183,7 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<(), BoxError> {
     }
     let iterations = request_loop::calibrate(Duration::from_micros(args.work_us));
     let lp = RequestLoop { rate: args.rate, iterations };
-    let mut setups = vec![Setup::Alone, Setup::KubeDefaults];
+    let mut setups = vec![Setup::Alone, Setup::KubeDefaults, Setup::KoloDefaults];
     setups.extend(args.thresholds.iter().map(|&threshold| Setup::Kolo { threshold }));
     let mut runs: Vec<Run> = Vec::new();
     let mut reaction = None;
@@ -286,18 +300,24 @@ fn one_run(
     let dir = tempfile::tempdir()?;
     let mut agent: Option<Child> = None;
     let result = (|| {
-        if let Setup::Kolo { threshold } = setup {
+        let slo = match setup {
+            Setup::KoloDefaults => Some(node_slo(None, args.sched_idle)),
+            Setup::Kolo { threshold } => Some(node_slo(Some(threshold), args.sched_idle)),
+            Setup::Alone | Setup::KubeDefaults => None,
+        };
+        if let Some(slo_text) = slo {
             let pods = dir.path().join("pods.json");
             std::fs::write(&pods, &tree.pods)?;
             let slo = dir.path().join("nodeslo.yaml");
-            std::fs::write(&slo, node_slo(threshold, !args.no_cpu_idle))?;
+            std::fs::write(&slo, slo_text)?;
             let log = std::fs::File::create(dir.path().join("agent.log"))?;
             let slo = slo.to_str().ok_or("temp path is not UTF-8")?.to_string();
             agent = Some(spawn_agent(&tree.sandbox, &pods, &["--node-slo", &slo], log)?);
+            let quota = matches!(setup, Setup::Kolo { threshold } if threshold > 0);
             wait_for_isolation(
                 &tree.sandbox,
-                !args.no_cpu_idle,
-                threshold > 0,
+                expected_cpu_idle(args.sched_idle),
+                quota,
                 Duration::from_secs(args.settle),
             )?;
         }
@@ -321,24 +341,40 @@ fn one_run(
     })
 }
 
-/// The NodeSLO of the kolo runs: CFS-quota suppression at `threshold`;
-/// everything else (BE isolation with `cpu.idle` included, unless
-/// `cpu_idle` is false) kolo's default.
-fn node_slo(threshold: i64, cpu_idle: bool) -> String {
-    let mut slo = format!(
-        "resourceUsedThresholdWithBE:\n  enable: {}\n  cpuSuppressPolicy: cfsQuota\n  cpuSuppressThresholdPercent: {}\n",
-        threshold > 0,
-        threshold.max(1)
-    );
-    if !cpu_idle {
-        slo.push_str("resourceQOSStrategy:\n  beClass:\n    cpuQOS:\n      enable: false\n");
+/// The NodeSLO of a kolo run: co-location on, with CFS-quota suppression
+/// at `quota_threshold` (0: suppression off) or, for `None`, the default
+/// suppression (cpuset policy, 65 %); beClass `schedIdle` if given.
+/// Everything else is kolo's default.
+fn node_slo(quota_threshold: Option<i64>, sched_idle: Option<i64>) -> String {
+    let mut slo = match quota_threshold {
+        None => "resourceUsedThresholdWithBE:\n  enable: true\n".to_string(),
+        Some(t) => format!(
+            "resourceUsedThresholdWithBE:\n  enable: {}\n  cpuSuppressPolicy: cfsQuota\n  cpuSuppressThresholdPercent: {}\n",
+            t > 0,
+            t.max(1)
+        ),
+    };
+    if let Some(v) = sched_idle {
+        slo.push_str(&format!(
+            "resourceQOSStrategy:\n  beClass:\n    cpuQOS:\n      schedIdle: {v}\n"
+        ));
     }
     slo
 }
 
-/// Waits until the agent has put BE isolation (`cpu.idle`, where the
-/// kernel has it) and suppression (a CFS quota) on the BE QoS cgroup, and
-/// a few rounds more for the quota to settle.
+/// The `cpu.idle` the agent gives the BE QoS cgroup: as `sched_idle`
+/// says, else by the kernel's scheduler (1 on CFS, 0 on EEVDF).
+fn expected_cpu_idle(sched_idle: Option<i64>) -> bool {
+    use kolo_agent::kernel::{FairScheduler, detect};
+    match sched_idle {
+        Some(v) => v == 1,
+        None => detect(Path::new("/proc"), Path::new("/sys")) != Some(FairScheduler::Eevdf),
+    }
+}
+
+/// Waits until the agent has put BE isolation (`cpu.idle` as expected,
+/// where the kernel has it) and, with `suppress`, a CFS quota on the BE
+/// QoS cgroup, and a few rounds more for the quota to settle.
 fn wait_for_isolation(
     sandbox: &TestCgroups,
     cpu_idle: bool,
@@ -356,7 +392,7 @@ fn wait_for_isolation(
         }
         if start.elapsed() > Duration::from_secs(20) {
             return Err(
-                "the agent did not set cpu.idle and a CFS quota on the BE QoS cgroup within 20 s"
+                "the agent did not set cpu.idle (and a CFS quota, if asked) on the BE QoS cgroup within 20 s"
                     .into(),
             );
         }
