@@ -12,8 +12,10 @@
 //! Policy `cpuset` (default): the BE QoS dir, its BE pods' and their
 //! containers' `cpuset.cpus` get ceil(suppress / 1000) CPUs (≥ 2, ≤ the BE
 //! CPUs), grown by at most ceil(10% of the processors) per round, placed
-//! as the reference does (whole cores first, round-robin over sockets).
-//! The CFS quota is recovered to −1.
+//! as the reference does (whole cores first, round-robin over sockets),
+//! never on LSE pods' CPUs and split between the LSR pods' CPUs and the
+//! rest in proportion ([`super::cpu_pools`]). The CFS quota is recovered
+//! to −1.
 //!
 //! **Hysteresis** (kolo; Koordinator issue #1103, the BE cpuset flapping
 //! when LS usage hovers near a CPU boundary): the count only moves when the
@@ -40,6 +42,7 @@ use kolo_api::crd::NodeSLOSpec;
 use kolo_api::kube_qos::KubeQoSClass;
 use kolo_core::cpuset::CpuSet;
 
+use super::cpu_pools::pools;
 use super::eviction_order::{enabled_thresholds, percent, percent_of};
 use super::{NodeState, Plan, Strategy};
 use crate::cgroup::{CgroupDir, CgroupWrite, Resource, Value};
@@ -249,13 +252,15 @@ fn write_cpuset(node: &NodeState, set: &CpuSet, plan: &mut Plan, reason: &str) {
     }
 }
 
-/// Writes the full BE cpuset unless the BE dir already has it.
+/// Writes the full BE cpuset (all BE CPUs but LSE pods') unless the BE
+/// dir already has it.
 fn recover_cpuset(node: &NodeState, plan: &mut Plan, why: &str) {
-    if node.be_cpus.is_empty() || node.be.cpuset.as_ref() == Some(&node.be_cpus) {
+    let usable = pools(node).usable;
+    if usable.is_empty() || node.be.cpuset.as_ref() == Some(&usable) {
         return;
     }
-    let reason = format!("{why}: recover cpuset to all BE CPUs {}", node.be_cpus);
-    write_cpuset(node, &node.be_cpus, plan, &reason);
+    let reason = format!("{why}: recover cpuset to all BE CPUs {usable}");
+    write_cpuset(node, &usable, plan, &reason);
 }
 
 /// Writes quota −1 unless the BE dir is already unlimited.
@@ -271,7 +276,8 @@ fn recover_quota(node: &NodeState, plan: &mut Plan, why: &str) {
 }
 
 fn by_cpuset(node: &NodeState, b: Budget, plan: &mut Plan) {
-    let available = node.be_cpus.len();
+    let pools = pools(node);
+    let available = pools.usable.len();
     if available == 0 {
         return;
     }
@@ -280,7 +286,7 @@ fn by_cpuset(node: &NodeState, b: Budget, plan: &mut Plan) {
     } else {
         node.cpu_cores.len()
     };
-    let current = node.be.cpuset.as_ref().filter(|c| c.is_subset(&node.be_cpus));
+    let current = node.be.cpuset.as_ref().filter(|c| c.is_subset(&pools.usable));
     let n = target_cpus(
         b.suppress,
         current.map(CpuSet::len),
@@ -289,7 +295,7 @@ fn by_cpuset(node: &NodeState, b: Budget, plan: &mut Plan) {
         dead_band(node.capacity.cpu_milli),
     );
     if current.is_none_or(|c| c.len() != n) {
-        let set = place(n, &node.be_cpus, &node.cpu_cores);
+        let set = pools.place(n, &node.cpu_cores);
         let reason = format!(
             "BE budget {}m (non-BE {}m, system {}m) → {n} CPUs {set} (was {})",
             b.suppress,
@@ -345,6 +351,7 @@ impl Strategy for CpuSuppress {
 
 #[cfg(test)]
 mod tests {
+    use kolo_api::QoSClass;
     use kolo_api::crd::node_slo::ResourceThresholdStrategy;
 
     use super::*;
@@ -517,6 +524,47 @@ mod tests {
             written(&plan, Resource::CpuCfsQuota),
             [("/kubepods/besteffort".to_string(), "-1".to_string())]
         );
+    }
+
+    #[test]
+    fn cpuset_policy_keeps_off_lse_cpus_and_splits_lsr_pool() {
+        let bound = |name: &str, qos: QoSClass, cpus: &str| {
+            let mut p = ls_pod(name, 0, 0);
+            p.pod.qos = qos;
+            p.annotations.insert(
+                kolo_api::names::annotation::RESOURCE_STATUS.to_string(),
+                format!(r#"{{"cpuset":"{cpus}"}}"#),
+            );
+            p
+        };
+        // (bound pods) → BE cpuset for the 3.4-core budget (4 CPUs), and the
+        // cpuset recovered when suppression is off.
+        let table: [(&[(QoSClass, &str)], &str, &str); 4] = [
+            (&[], "0-3", "0-15"),
+            (&[(QoSClass::LSE, "0-3")], "4-7", "4-15"),
+            // usable 4-15, lsr 8-11: ⌊4 × 4/12⌋ = 1 from lsr.
+            (&[(QoSClass::LSE, "0-3"), (QoSClass::LSR, "8-11")], "4-6,8", "4-15"),
+            // An LS pod's binding is not a pool.
+            (&[(QoSClass::LS, "0-3")], "0-3", "0-15"),
+        ];
+        for (pods, want, recovered) in table {
+            let mut n = spec_node();
+            for (i, (qos, cpus)) in pods.iter().enumerate() {
+                n.pods.push(bound(&format!("b{i}"), *qos, cpus));
+            }
+            n.be.cpuset = Some(CpuSet::from_range(0, 15));
+            n.be.cfs_quota_us = Some(-1);
+            let plan = run(&n, enabled());
+            let be_dir = written(&plan, Resource::CpusetCpus)
+                .into_iter()
+                .find(|(d, _)| d == "/kubepods/besteffort")
+                .map(|(_, v)| v);
+            assert_eq!(be_dir.as_deref(), Some(want), "{pods:?}");
+            let plan = run(&n, ResourceThresholdStrategy { enable: Some(false), ..enabled() });
+            let got = written(&plan, Resource::CpusetCpus).first().map(|(_, v)| v.clone());
+            let want_recovered = (recovered != "0-15").then(|| recovered.to_string());
+            assert_eq!(got, want_recovered, "recovery with {pods:?}");
+        }
     }
 
     #[test]

@@ -429,6 +429,7 @@ pub mod be_isolation;
 pub mod cfs_quota_burst;
 pub mod cpu_burst;
 pub mod cpu_evict;
+pub mod cpu_pools;
 pub mod cpu_suppress;
 pub mod eviction_order;
 pub mod memory_evict;
