@@ -37,17 +37,7 @@ fn run_agent_until(
     let slo = dir.path().join("nodeslo.yaml");
     std::fs::write(&slo, node_slo).unwrap();
     let log = std::fs::File::create(dir.path().join("agent.log")).unwrap();
-    let mut agent = common::kolo()
-        .args(["agent", "--standalone", "--cgroup-root", "/sys/fs/cgroup"])
-        .args(["--cgroup-driver", "cgroupfs", "--kubelet-cgroup-root", s.name()])
-        .args(["--duration", "30", "--pods"])
-        .arg(&pods_path)
-        .arg("--node-slo")
-        .arg(&slo)
-        .stdout(std::process::Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap();
+    let mut agent = common::standalone_agent(s.name(), &pods_path, &slo, 30, log);
     let reached = |got: &(String, String)| (got.0.as_str(), got.1.as_str()) == want;
     let start = Instant::now();
     let mut got = be_cpu(s);

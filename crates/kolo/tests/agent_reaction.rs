@@ -57,24 +57,7 @@ fn be_is_throttled_when_ls_surges_and_released_after() {
     )
     .unwrap();
     let log = std::fs::File::create(dir.path().join("agent.log")).unwrap();
-    let mut agent = common::kolo()
-        .args([
-            "agent",
-            "--standalone",
-            "--cgroup-root",
-            "/sys/fs/cgroup",
-            "--cgroup-driver",
-            "cgroupfs",
-        ])
-        .args(["--kubelet-cgroup-root", sandbox.name(), "--duration", "60"])
-        .arg("--pods")
-        .arg(&pods)
-        .arg("--node-slo")
-        .arg(&slo)
-        .stdout(std::process::Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap();
+    let mut agent = common::standalone_agent(sandbox.name(), &pods, &slo, 60, log);
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         // BE alone: budget = 2000m × 65 % − (system) ≈ 1300m → quota ≈
         // 130000. The first rounds have no pod samples yet (a pod's first

@@ -111,3 +111,27 @@ pub fn cleanup(config: &Path, steps: &[Vec<&str>], namespace: &str) {
         eprintln!("cleanup: {description} failed: {}", String::from_utf8_lossy(&output.stderr));
     }
 }
+
+/// Starts `kolo agent --standalone` on the test kubepods tree whose
+/// kubelet cgroup root is `kubelet_root` (a `TestCgroups` name), with a
+/// pods file and a NodeSLO file, for at most `seconds`; its log goes to
+/// `log`.
+pub fn standalone_agent(
+    kubelet_root: &str,
+    pods: &Path,
+    node_slo: &Path,
+    seconds: u64,
+    log: std::fs::File,
+) -> std::process::Child {
+    kolo()
+        .args(["agent", "--standalone", "--cgroup-root", "/sys/fs/cgroup"])
+        .args(["--cgroup-driver", "cgroupfs", "--kubelet-cgroup-root", kubelet_root])
+        .args(["--duration", &seconds.to_string(), "--pods"])
+        .arg(pods)
+        .arg("--node-slo")
+        .arg(node_slo)
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("kolo agent starts")
+}
