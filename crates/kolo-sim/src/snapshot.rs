@@ -435,9 +435,9 @@ mod tests {
             generate(&scenario, ClusterSize { cpu_capacity: 68e3, cpu_allocatable: 66.4e3 });
         assert_eq!(workload.ls.len(), 12);
         let web = &workload.ls[2];
-        assert_eq!((web.cpu_request, web.curve.mean), (2000, 650.0));
-        let db = workload.ls.iter().find(|p| p.cpu_request == 4000).unwrap();
-        assert!(db.curve.mean > 0.0 && db.curve.mean <= 4000.0, "{db:?}");
+        assert_eq!((web.cpu_request, web.curve.mean), (3000, 650.0));
+        let db = workload.ls.iter().find(|p| p.cpu_request == 6000).unwrap();
+        assert!(db.curve.mean > 0.0 && db.curve.mean <= 6000.0, "{db:?}");
     }
 
     #[test]
