@@ -8,7 +8,8 @@
 //! agent's QoS strategies — around a simulated world: usage curves
 //! ([`usage`]), CPU contention ([`contention`]), pod start and finish
 //! ([`node`]). [`metrics`] and [`report`] turn a run into a summary, CSV
-//! and a self-contained HTML report with plots.
+//! and a self-contained HTML report with plots. A scenario may start from
+//! a snapshot of a real cluster ([`snapshot`]).
 //!
 //! Deciding is pure here too: a run is a function of (scenario, seed,
 //! policy); the CLI (`kolo sim`) draws the progress bar and writes files.
@@ -23,5 +24,6 @@ pub mod objects;
 pub mod policy;
 pub mod report;
 pub mod scenario;
+pub mod snapshot;
 pub mod usage;
 pub mod workload;

@@ -157,6 +157,40 @@ pub struct LsWorkload {
     pub memory_usage_of_request: f64,
     /// Memory follows the CPU curve with this relative amplitude.
     pub memory_diurnal_amplitude: f64,
+    /// Fixed LS pods, e.g. a cluster snapshot's (`kolo sim --snapshot`).
+    /// When non-empty they are the whole LS workload: no services are drawn
+    /// and `requestedFraction`, `maxReplicas`, `cpuCores` and
+    /// `memoryGibPerCore` are unused.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pods: Vec<FixedLsPod>,
+}
+
+/// One LS pod given as it is rather than drawn. Its usage follows the same
+/// daily curve and noise as a generated pod's; only its mean (and memory)
+/// may be pinned.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FixedLsPod {
+    /// A name for errors and reports (`namespace/name` for a snapshot's pod).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// CPU request, cores.
+    pub cpu: f64,
+    /// Memory request, GiB.
+    pub memory_gib: f64,
+    /// Mean CPU usage, cores (e.g. measured). Takes precedence over
+    /// `meanUsageOfRequest`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_cpu_cores: Option<f64>,
+    /// Mean CPU usage as a fraction of the request. Without it and without
+    /// `meanCpuCores` the workload's `meanUsageOfRequest` × a log-normal
+    /// factor (`usageSpread`) is used, as for a generated service.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_usage_of_request: Option<f64>,
+    /// Memory usage at the mean load, GiB (e.g. measured); default: the
+    /// workload's `memoryUsageOfRequest` × the request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_usage_gib: Option<f64>,
 }
 
 impl Default for LsWorkload {
@@ -176,6 +210,7 @@ impl Default for LsWorkload {
             noise_minutes: 5.0,
             memory_usage_of_request: 0.45,
             memory_diurnal_amplitude: 0.1,
+            pods: Vec::new(),
         }
     }
 }
@@ -357,6 +392,9 @@ impl Scenario {
             return Err(("ls.maxReplicas", "must be > 0".into()));
         }
         check_choices("ls.cpuCores", &self.ls.cpu_cores)?;
+        for (i, p) in self.ls.pods.iter().enumerate() {
+            check_fixed_pod(i, p)?;
+        }
         check_choices("batch.cpuCores", &self.batch.cpu_cores)?;
         if !(self.batch.offered_load >= 0.0 && self.batch.offered_load.is_finite()) {
             return Err(("batch.offeredLoad", format!("{} is not >= 0", self.batch.offered_load)));
@@ -414,6 +452,29 @@ impl Scenario {
     }
 }
 
+/// A fixed LS pod's amounts: a request > 0, the rest >= 0 and finite.
+fn check_fixed_pod(index: usize, p: &FixedLsPod) -> Result<(), (&'static str, String)> {
+    let name = if p.name.is_empty() { String::new() } else { format!(" ({})", p.name) };
+    let bad = |field: &'static str, v: f64, want: &str| {
+        Err((field, format!("pod {index}{name}: {v} is not {want}")))
+    };
+    if !(p.cpu.is_finite() && p.cpu > 0.0) {
+        return bad("ls.pods.cpu", p.cpu, "> 0");
+    }
+    let optional = [
+        ("ls.pods.memoryGib", Some(p.memory_gib)),
+        ("ls.pods.meanCpuCores", p.mean_cpu_cores),
+        ("ls.pods.meanUsageOfRequest", p.mean_usage_of_request),
+        ("ls.pods.memoryUsageGib", p.memory_usage_gib),
+    ];
+    for (field, value) in optional {
+        if let Some(v) = value.filter(|v| !(v.is_finite() && *v >= 0.0)) {
+            return bad(field, v, ">= 0");
+        }
+    }
+    Ok(())
+}
+
 fn check_choices(field: &'static str, choices: &[Weighted]) -> Result<(), (&'static str, String)> {
     if choices.is_empty() {
         return Err((field, "needs at least one choice".into()));
@@ -453,6 +514,18 @@ mod tests {
                 "ls.requestedFraction",
             ),
             ("cluster: {nodeGroups: []}", "cluster.nodeGroups"),
+            (
+                "cluster: {nodeGroups: [{name: a, count: 1, cpu: 8, memoryGib: 32}]}\nls: {pods: [{cpu: 0, memoryGib: 1}]}",
+                "ls.pods.cpu",
+            ),
+            (
+                "cluster: {nodeGroups: [{name: a, count: 1, cpu: 8, memoryGib: 32}]}\nls: {pods: [{name: x, cpu: 1, memoryGib: 1, meanCpuCores: -1}]}",
+                "ls.pods.meanCpuCores",
+            ),
+            (
+                "cluster: {nodeGroups: [{name: a, count: 1, cpu: 8, memoryGib: 32}]}\nls: {pods: [{cpu: 1, memoryGib: 1, cores: 2}]}",
+                "ls.pods[0]",
+            ),
         ];
         for (text, field) in cases {
             let e = Scenario::from_yaml(text, "s.yaml").unwrap_err().to_string();

@@ -6,7 +6,9 @@
 //!   `requestedFraction` of the cluster's allocatable CPU; each service's
 //!   mean usage is `meanUsageOfRequest` × a log-normal factor; usage follows
 //!   a daily curve peaking around `peakHour`, with smooth noise
-//!   ([`crate::usage`]).
+//!   ([`crate::usage`]). When the scenario lists fixed LS pods (`ls.pods`,
+//!   e.g. from a cluster snapshot) those are the LS workload instead, each
+//!   a service of its own with the same curve and noise.
 //! * Batch: jobs arrive as a Poisson process; a job has a Pareto number of
 //!   pods (instances) of one shape, each with a log-normal duration (heavy
 //!   tailed, capped) and a CPU demand that is a fraction of its request. The
@@ -19,10 +21,11 @@
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use crate::scenario::{BatchWorkload, Scenario, Weighted};
+use crate::scenario::{BatchWorkload, LsWorkload, Scenario, Weighted};
 use crate::usage::{Curve, mix};
 
-const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+/// Bytes in a GiB (scenarios state memory in GiB).
+pub const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 /// Draws used to estimate the mean work of a job.
 const CALIBRATION_DRAWS: usize = 8192;
 
@@ -181,20 +184,48 @@ pub fn generate(scenario: &Scenario, size: ClusterSize) -> Workload {
     Workload { ls, batch, jobs_per_hour: rate * 3600.0, jobs }
 }
 
+/// A service's log-normal factor on `meanUsageOfRequest` (mean 1).
+fn usage_factor(rng: &mut StdRng, l: &LsWorkload) -> f64 {
+    let sigma = l.usage_spread;
+    (sigma * normal(rng) - sigma * sigma / 2.0).exp()
+}
+
+/// A service's peak, second of the day: `peakHour` ± the jitter.
+fn peak_second(rng: &mut StdRng, l: &LsWorkload) -> f64 {
+    let jitter = (rng.random::<f64>() * 2.0 - 1.0) * l.peak_jitter_hours;
+    (l.peak_hour + jitter) * 3600.0
+}
+
+/// The usage curve of replica `replica` of `service` with mean `mean`
+/// (milli): the daily swing and noise are the workload's, the noise key a
+/// function of the seed, the service and the replica.
+fn ls_curve(scenario: &Scenario, service: u32, replica: u32, mean: f64, peak: f64) -> Curve {
+    let l = &scenario.ls;
+    Curve {
+        mean,
+        amplitude: l.diurnal_amplitude,
+        peak_second: peak,
+        noise: l.noise,
+        noise_period: l.noise_minutes * 60.0,
+        key: mix(scenario.seed ^ mix(u64::from(service) << 20 | u64::from(replica))),
+    }
+}
+
 fn generate_ls(scenario: &Scenario, size: ClusterSize, rng: &mut StdRng) -> Vec<LsPod> {
+    if !scenario.ls.pods.is_empty() {
+        return fixed_ls(scenario, rng);
+    }
     let l = &scenario.ls;
     let target = l.requested_fraction * size.cpu_allocatable;
     let mut pods = Vec::new();
     let mut requested = 0.0;
     let mut service = 0u32;
-    let sigma = l.usage_spread;
     while requested < target {
+        // The draws' order is part of a seed's meaning: keep it.
         let cores = pick(rng, &l.cpu_cores);
         let replicas = rng.random_range(1..=l.max_replicas);
-        let factor = (sigma * normal(rng) - sigma * sigma / 2.0).exp();
-        let mean_fraction = (l.mean_usage_of_request * factor).min(1.0);
-        let jitter = (rng.random::<f64>() * 2.0 - 1.0) * l.peak_jitter_hours;
-        let peak_second = (l.peak_hour + jitter) * 3600.0;
+        let mean_fraction = (l.mean_usage_of_request * usage_factor(rng, l)).min(1.0);
+        let peak = peak_second(rng, l);
         let cpu_request = (cores * 1000.0).round() as i64;
         let memory_request = (cores * l.memory_gib_per_core * GIB).round() as i64;
         for replica in 0..replicas {
@@ -206,14 +237,13 @@ fn generate_ls(scenario: &Scenario, size: ClusterSize, rng: &mut StdRng) -> Vec<
                 service,
                 cpu_request,
                 memory_request,
-                curve: Curve {
-                    mean: cpu_request as f64 * mean_fraction,
-                    amplitude: l.diurnal_amplitude,
-                    peak_second,
-                    noise: l.noise,
-                    noise_period: l.noise_minutes * 60.0,
-                    key: mix(scenario.seed ^ mix(u64::from(service) << 20 | u64::from(replica))),
-                },
+                curve: ls_curve(
+                    scenario,
+                    service,
+                    replica,
+                    cpu_request as f64 * mean_fraction,
+                    peak,
+                ),
                 memory_usage: memory_request as f64 * l.memory_usage_of_request,
                 memory_amplitude: l.memory_diurnal_amplitude,
             });
@@ -221,6 +251,38 @@ fn generate_ls(scenario: &Scenario, size: ClusterSize, rng: &mut StdRng) -> Vec<
         service += 1;
     }
     pods
+}
+
+/// The scenario's fixed LS pods, in order, each a service of one replica.
+/// Every pod draws a usage factor and a peak like a generated service, even
+/// when its mean is pinned, so that pinning one pod's mean does not change
+/// the draws of the others.
+fn fixed_ls(scenario: &Scenario, rng: &mut StdRng) -> Vec<LsPod> {
+    let l = &scenario.ls;
+    (0u32..)
+        .zip(&l.pods)
+        .map(|(service, p)| {
+            let factor = usage_factor(rng, l);
+            let peak = peak_second(rng, l);
+            let cpu_request = (p.cpu * 1000.0).round() as i64;
+            let memory_request = (p.memory_gib * GIB).round() as i64;
+            let mean = match (p.mean_cpu_cores, p.mean_usage_of_request) {
+                (Some(cores), _) => cores * 1000.0,
+                (None, Some(fraction)) => cpu_request as f64 * fraction,
+                (None, None) => cpu_request as f64 * (l.mean_usage_of_request * factor).min(1.0),
+            };
+            LsPod {
+                service,
+                cpu_request,
+                memory_request,
+                curve: ls_curve(scenario, service, 0, mean, peak),
+                memory_usage: p
+                    .memory_usage_gib
+                    .map_or(memory_request as f64 * l.memory_usage_of_request, |gib| gib * GIB),
+                memory_amplitude: l.memory_diurnal_amplitude,
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -256,6 +318,48 @@ mod tests {
         let req: f64 = w.ls.iter().map(|p| p.cpu_request as f64).sum();
         let target = s.ls.requested_fraction * size(&s).cpu_allocatable;
         assert!(req >= target && req < target + 8000.0, "{req} vs {target}");
+    }
+
+    #[test]
+    fn fixed_ls_pods_replace_the_drawn_services() {
+        use crate::scenario::FixedLsPod;
+        let fixed = |cpu, mean_cpu_cores, mean_usage_of_request, memory_usage_gib| FixedLsPod {
+            name: String::new(),
+            cpu,
+            memory_gib: 2.0,
+            mean_cpu_cores,
+            mean_usage_of_request,
+            memory_usage_gib,
+        };
+        let mut s = small();
+        s.ls.pods = vec![
+            fixed(2.0, Some(0.5), None, Some(1.0)),
+            fixed(1.5, None, Some(0.4), None),
+            fixed(4.0, Some(1.0), Some(0.9), None),
+            fixed(0.1, None, None, None),
+        ];
+        let w = generate(&s, size(&s));
+        // (cpu request, memory request, mean, memory usage)
+        let gib = GIB as i64;
+        let cases = [
+            (2000, 2 * gib, Some(500.0), GIB),
+            (1500, 2 * gib, Some(600.0), 2.0 * GIB * s.ls.memory_usage_of_request),
+            (4000, 2 * gib, Some(1000.0), 2.0 * GIB * s.ls.memory_usage_of_request),
+            // Unpinned: meanUsageOfRequest × a log-normal factor, at most
+            // the request.
+            (100, 2 * gib, None, 2.0 * GIB * s.ls.memory_usage_of_request),
+        ];
+        assert_eq!(w.ls.len(), cases.len());
+        for (i, (p, (cpu, memory, mean, memory_usage))) in w.ls.iter().zip(cases).enumerate() {
+            assert_eq!((p.service, p.cpu_request, p.memory_request), (i as u32, cpu, memory));
+            assert!((p.memory_usage - memory_usage).abs() < 1.0, "{i}: {p:?}");
+            match mean {
+                Some(m) => assert!((p.curve.mean - m).abs() < 1e-9, "{i}: {p:?}"),
+                None => assert!(p.curve.mean > 0.0 && p.curve.mean <= 100.0, "{i}: {p:?}"),
+            }
+            assert_eq!(p.curve.amplitude, s.ls.diurnal_amplitude);
+        }
+        assert_eq!(w, generate(&s, size(&s)), "deterministic");
     }
 
     #[test]

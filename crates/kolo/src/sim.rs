@@ -29,6 +29,12 @@ pub struct Args {
     /// `policies`.
     #[arg(long, value_delimiter = ',', default_value = "baseline,colocation")]
     pub policies: Vec<String>,
+    /// Start from a cluster snapshot (`kubectl get nodes,pods -A -o yaml`,
+    /// `-` reads stdin; may repeat, the files are merged): its nodes replace
+    /// the scenario's cluster, its non-BE pods the generated LS services
+    /// (see docs/sim.md). Cannot be combined with `--nodes`.
+    #[arg(long = "snapshot", value_name = "FILE", conflicts_with = "nodes")]
+    pub snapshots: Vec<PathBuf>,
     /// Override the number of nodes (the scenario's node groups are scaled
     /// in proportion).
     #[arg(long, value_name = "N")]
@@ -73,6 +79,10 @@ pub enum SimError {
     /// The scenario was refused (names the file and field).
     #[error(transparent)]
     Scenario(#[from] kolo_sim::scenario::ScenarioError),
+    /// The snapshot could not start the scenario (names the file and the
+    /// object).
+    #[error(transparent)]
+    Snapshot(#[from] kolo_sim::snapshot::ImportError),
     /// An override is out of range.
     #[error("{0}")]
     Override(String),
@@ -102,6 +112,11 @@ pub fn load(args: &Args) -> Result<Scenario, SimError> {
         }
         None => Scenario::from_yaml(BUILTIN, BUILTIN_NAME)?,
     };
+    if !args.snapshots.is_empty() {
+        // clap refuses `--nodes` with it: the snapshot fixes the nodes.
+        let imported = kolo_sim::snapshot::load(&mut scenario, &args.snapshots)?;
+        eprintln!("kolo sim: {imported}");
+    }
     if let Some(n) = args.nodes {
         if n == 0 {
             return Err(SimError::Override("--nodes must be > 0".into()));

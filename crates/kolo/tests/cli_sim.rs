@@ -136,3 +136,72 @@ fn text_summary_and_errors() {
     assert!(!out.status.success());
     assert!(String::from_utf8(out.stderr).unwrap().contains("unknown policy \"nope\""));
 }
+
+fn snapshot_file() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/scenarios/snapshot-cluster.yaml")
+        .display()
+        .to_string()
+}
+
+#[test]
+fn starts_from_a_snapshot() {
+    let run = |seed: &str| {
+        let out = kolo()
+            .args(["sim", "--no-progress", "--scenario", &scenario(), "--snapshot"])
+            .arg(snapshot_file())
+            .args(["--hours", "1", "--seed", seed, "-o", "json"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(out.status.success(), "{stderr}");
+        (serde_json::from_slice::<Value>(&out.stdout).unwrap(), stderr)
+    };
+    let (summary, stderr) = run("7");
+    // The example has 4 nodes and 12 running or pending non-BE pods; its 2
+    // BE pods and 1 finished pod are left out.
+    assert!(
+        stderr.contains("4 nodes, 12 LS pods") && stderr.contains("skipped 2 BE and 1 finished"),
+        "{stderr}"
+    );
+    assert!(summary["scenario"].as_str().unwrap().contains("snapshot-cluster.yaml"), "{summary}");
+    for p in summary["policies"].as_array().unwrap() {
+        let f = |k: &str| p[k].as_f64().unwrap_or_else(|| panic!("{k} in {p}"));
+        let u = |k: &str| p[k].as_u64().unwrap_or_else(|| panic!("{k} in {p}"));
+        assert_eq!(u("nodes"), 4, "{p}");
+        assert_eq!(u("lsPods"), 12, "{p}");
+        assert_eq!(u("lsPodsPending"), 0, "{p}");
+        assert_eq!(u("lsPodsEvicted"), 0, "{p}");
+        for k in ["cpuUtilizationAvg", "cpuUtilizationP95", "lsOnlyUtilizationAvg"] {
+            assert!((0.0..=1.0).contains(&f(k)), "{k} = {}", f(k));
+        }
+    }
+    let base = policy(&summary, "baseline")["cpuUtilizationAvg"].as_f64().unwrap();
+    let colo = policy(&summary, "colocation")["cpuUtilizationAvg"].as_f64().unwrap();
+    assert!(colo >= base, "colocation {colo} < baseline {base}");
+    // Same seed, same numbers.
+    assert_eq!(without_wall_time(summary.clone()), without_wall_time(run("7").0));
+}
+
+#[test]
+fn snapshot_errors_name_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty-cluster.yaml");
+    std::fs::write(&empty, "apiVersion: v1\nkind: List\nitems: []\n").unwrap();
+    let missing = dir.path().join("missing.yaml");
+    let cases = [
+        (vec!["--snapshot".to_string(), missing.display().to_string()], "missing.yaml"),
+        (
+            vec!["--snapshot".to_string(), empty.display().to_string()],
+            "empty-cluster.yaml: the snapshot has no Node",
+        ),
+        (vec!["--snapshot".to_string(), snapshot_file(), "--nodes".into(), "10".into()], "--nodes"),
+    ];
+    for (extra, want) in cases {
+        let out =
+            kolo().args(["sim", "--no-progress", "--hours", "0.1"]).args(&extra).output().unwrap();
+        assert!(!out.status.success(), "{extra:?}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(err.contains(want), "{want} in {err}");
+    }
+}
