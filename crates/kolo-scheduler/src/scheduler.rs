@@ -672,6 +672,15 @@ impl Scheduler {
                     result
                 }
             };
+            // A failure summary describes the verdicts it was made from:
+            // forget it as soon as any of them is computed again, whatever
+            // this cycle's outcome.
+            let failure = failure.map(|slot| {
+                if recomputed {
+                    *slot = None;
+                }
+                slot
+            });
             report.evaluated_nodes = n;
             report.feasible_nodes = feasible;
             if let Some((_, _, best)) = best {
@@ -685,7 +694,7 @@ impl Scheduler {
             // No feasible node: explain why, from the cached summary when
             // no verdict changed since it was made.
             let (message, wake_on) = match failure {
-                Some(Some(cached)) if !recomputed => cached.clone(),
+                Some(Some(cached)) => cached.clone(),
                 Some(slot) => slot.insert(unschedulable(profile, &results.verdicts)).clone(),
                 None => unschedulable(profile, &results.verdicts),
             };
