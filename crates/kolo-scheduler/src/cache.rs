@@ -77,6 +77,8 @@ pub struct Cache {
     metrics: HashMap<Box<str>, Arc<NodeMetric>>,
     /// Bumped whenever a node is added, removed or its object changes.
     epoch: u64,
+    /// Bumped whenever a node is added or removed (positions change).
+    node_set_epoch: u64,
     /// Each node's generation and name hash, in `nodes` order: the
     /// equivalence cache scans these for every pod, and a dense array of
     /// numbers scans many times faster than the node structs.
@@ -126,6 +128,12 @@ impl Cache {
         self.epoch
     }
 
+    /// Changes whenever a node is added or removed, not when a node's
+    /// object changes (that changes its generation).
+    pub fn node_set_epoch(&self) -> u64 {
+        self.node_set_epoch
+    }
+
     /// A node's id by name.
     pub fn node_id(&self, name: &str) -> Option<NodeId> {
         self.by_name.get(name).copied()
@@ -157,6 +165,7 @@ impl Cache {
             changes.push(CacheChange::NodeUpdated(id));
             return Ok(changes);
         }
+        self.node_set_epoch += 1;
         let id = NodeId(u32::try_from(self.position.len()).unwrap_or(u32::MAX));
         let name: Box<str> = view.name().into();
         self.position.push(self.nodes.len() as u32);
@@ -186,6 +195,7 @@ impl Cache {
             return Vec::new();
         };
         self.epoch += 1;
+        self.node_set_epoch += 1;
         let mut changes = Vec::new();
         let mut orphans = Vec::new();
         for (key, cached) in self.pods.iter_mut() {

@@ -18,18 +18,30 @@
 //! only the node's [`NodeInfo`](crate::framework::NodeInfo), its own state
 //! for that node (changed only through events about that node), and the
 //! time through [`Plugin::valid_until`](crate::framework::Plugin).
-//! Changes to the set of nodes or to any node object invalidate everything
-//! (plugins such as TaintToleration keep cluster-wide facts about nodes).
+//! Changes to the set of nodes invalidate everything (node positions
+//! change). A change to a node object makes only that node stale when every
+//! plugin of the profile says its results for one node do not read other
+//! nodes' objects
+//! ([`Plugin::node_updates_are_local`](crate::framework::Plugin)); otherwise
+//! it too invalidates everything.
+//!
+//! Infeasible pods are cached too: a pod no node can take is retried
+//! whenever a cluster change might help it, and in a full cluster most of
+//! those retries find the same verdicts on all but the few nodes that
+//! changed. The entry then also keeps the failure summary, which stays
+//! valid as long as no node had to be evaluated again.
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 
 use kolo_core::clock::Timestamp;
 
-use crate::framework::{NodeVerdict, PodInfo};
+use crate::framework::{EventKinds, NodeVerdict, PodInfo};
 
-/// How many pod shapes the cache keeps results for at once (enough for a
-/// few workloads whose replicas are interleaved in the queue).
-pub(crate) const CAPACITY: usize = 4;
+/// How many pod shapes the cache keeps results for at once: enough for a
+/// few workloads whose replicas are interleaved in the queue, and for the
+/// shapes of the pods waiting in a full cluster, which are retried in
+/// turn (an entry costs a few tens of bytes per node).
+pub(crate) const CAPACITY: usize = 8;
 
 /// The per-node results of a Filter + Score pass, by node position.
 #[derive(Debug, Default)]
@@ -131,6 +143,10 @@ pub(crate) struct CacheEntry {
     pub freshness: Freshness,
     /// The results.
     pub results: NodeResults,
+    /// When no node was feasible: the failure message and the events that
+    /// may help, as computed from `results` (`None` once any node's results
+    /// are computed again).
+    pub failure: Option<(String, EventKinds)>,
     last_used: u64,
 }
 
@@ -168,6 +184,7 @@ impl EquivalenceCache {
         if entry.signature != signature {
             entry.signature = signature;
             entry.freshness.forget();
+            entry.failure = None;
         }
         entry.last_used = self.clock;
         entry

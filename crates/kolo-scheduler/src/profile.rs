@@ -114,6 +114,10 @@ pub struct Profile {
     pub(crate) event_handlers: Vec<usize>,
     /// Every Filter and Score plugin supports the equivalence cache.
     pub(crate) equivalence: bool,
+    /// Every Filter and Score plugin says a node update changes its results
+    /// for that node only: the equivalence cache then keeps the other
+    /// nodes' results.
+    pub(crate) local_node_updates: bool,
     /// The Filter and Score plugins (each once), for `valid_until`.
     pub(crate) filter_and_score: Vec<usize>,
 }
@@ -225,9 +229,12 @@ impl Profile {
         filter_and_score.sort_unstable();
         filter_and_score.dedup();
         let equivalence = filter_and_score.iter().all(|&i| plugins[i].supports_equivalence());
+        let local_node_updates =
+            filter_and_score.iter().all(|&i| plugins[i].node_updates_are_local());
         Ok(Profile {
             scheduler_name: profile.clone(),
             equivalence,
+            local_node_updates,
             filter_and_score,
             queue_sort,
             pre_filter: only_index(take(Point::PreFilter)),

@@ -9,7 +9,7 @@
 //!   registered — or for [`UNSCHEDULABLE_FLUSH`] to pass.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -64,6 +64,12 @@ pub struct SchedulingQueue {
     /// Keys of the entries in [`Place::Unschedulable`], so events only look
     /// at those pods.
     unschedulable: HashSet<Box<str>>,
+    /// The unschedulable pods counted by the events they wait for, and by
+    /// when they became unschedulable: an event that moves none of them
+    /// (most NodeMetric and pod events in a full cluster, thousands per
+    /// report round) is dismissed without looking at each pod.
+    waiting_for: HashMap<EventKinds, usize>,
+    unschedulable_since: BTreeMap<Timestamp, usize>,
     active: BinaryHeap<Reverse<ActiveItem>>,
     backoff: BinaryHeap<Reverse<BackoffItem>>,
     arrivals: u64,
@@ -78,6 +84,8 @@ impl SchedulingQueue {
         SchedulingQueue {
             entries: HashMap::new(),
             unschedulable: HashSet::new(),
+            waiting_for: HashMap::new(),
+            unschedulable_since: BTreeMap::new(),
             active: BinaryHeap::new(),
             backoff: BinaryHeap::new(),
             arrivals: 0,
@@ -111,7 +119,7 @@ impl SchedulingQueue {
 
     /// Removes a pod (deleted, or bound).
     pub fn remove(&mut self, key: &str) -> bool {
-        self.unschedulable.remove(key);
+        self.unmark_unschedulable(key);
         self.entries.remove(key).is_some()
     }
 
@@ -138,12 +146,15 @@ impl SchedulingQueue {
     /// Puts back a pod no node could take. It waits for an event in
     /// `wake_on` (or [`UNSCHEDULABLE_FLUSH`]).
     pub fn requeue_unschedulable(&mut self, key: &str, now: Timestamp, wake_on: EventKinds) {
+        self.unmark_unschedulable(key);
         if let Some(entry) = self.entries.get_mut(key) {
             entry.attempts += 1;
             entry.place = Place::Unschedulable { since: now, wake_on };
             self.versions += 1;
             entry.version = self.versions;
             self.unschedulable.insert(key.into());
+            *self.waiting_for.entry(wake_on).or_default() += 1;
+            *self.unschedulable_since.entry(now).or_default() += 1;
         }
     }
 
@@ -168,7 +179,13 @@ impl SchedulingQueue {
     /// plugin interested in it are retried (after their backoff). Pods that
     /// have waited [`UNSCHEDULABLE_FLUSH`] are retried whatever happened.
     pub fn on_event(&mut self, kind: EventKinds, now: Timestamp) {
-        if self.unschedulable.is_empty() {
+        let interested = self.waiting_for.keys().any(|w| w.intersects(kind));
+        let flush = self
+            .unschedulable_since
+            .keys()
+            .next()
+            .is_some_and(|&since| waited(since, now) >= UNSCHEDULABLE_FLUSH);
+        if !interested && !flush {
             return;
         }
         let moved: Vec<Box<str>> = self
@@ -232,7 +249,7 @@ impl SchedulingQueue {
     }
 
     fn push_backoff(&mut self, name: &str, until: Timestamp) {
-        self.unschedulable.remove(name);
+        self.unmark_unschedulable(name);
         let Some(entry) = self.entries.get_mut(name) else { return };
         entry.place = Place::Backoff(until);
         self.versions += 1;
@@ -254,13 +271,38 @@ impl SchedulingQueue {
     }
 
     fn push_active(&mut self, name: &str) {
-        self.unschedulable.remove(name);
+        self.unmark_unschedulable(name);
         let Some(entry) = self.entries.get_mut(name) else { return };
         entry.place = Place::Active;
         self.versions += 1;
         entry.version = self.versions;
         self.arrivals += 1;
         self.active.push(Reverse((entry.key, self.arrivals, entry.version, name.into())));
+    }
+
+    /// Takes a pod out of the unschedulable set and its counts, if it is
+    /// there (before it moves elsewhere or is removed).
+    fn unmark_unschedulable(&mut self, name: &str) {
+        if !self.unschedulable.remove(name) {
+            return;
+        }
+        let Some(Place::Unschedulable { since, wake_on }) = self.entries.get(name).map(|e| e.place)
+        else {
+            return;
+        };
+        // Only keys some pod still has are kept, so that events look at few.
+        if let Some(n) = self.waiting_for.get_mut(&wake_on) {
+            *n -= 1;
+            if *n == 0 {
+                self.waiting_for.remove(&wake_on);
+            }
+        }
+        if let Some(n) = self.unschedulable_since.get_mut(&since) {
+            *n -= 1;
+            if *n == 0 {
+                self.unschedulable_since.remove(&since);
+            }
+        }
     }
 }
 
@@ -339,6 +381,30 @@ mod tests {
         assert_eq!(q.counts(), (0, 0, 0, 1));
         assert!(q.remove("default/p"));
         assert_eq!(q.counts(), (0, 0, 0, 0));
+    }
+
+    #[test]
+    fn the_unschedulable_counts_follow_the_pods() {
+        let mut q = queue();
+        add(&mut q, "a", 0);
+        add(&mut q, "b", 0);
+        q.pop(t(0)).unwrap();
+        q.pop(t(0)).unwrap();
+        q.requeue_unschedulable("default/a", t(0), EventKinds::POD_DELETE);
+        q.requeue_unschedulable("default/b", t(1), EventKinds::NODE_ADD);
+        let sizes = |q: &SchedulingQueue| (q.waiting_for.len(), q.unschedulable_since.len());
+        // (event, unschedulable pods left, distinct counts left)
+        let steps = [
+            (EventKinds::NODE_METRIC, 2, (2, 2)),
+            (EventKinds::POD_DELETE, 1, (1, 1)),
+            (EventKinds::POD_ADD, 1, (1, 1)),
+        ];
+        for (event, left, counts) in steps {
+            q.on_event(event, t(2));
+            assert_eq!((q.counts().2, sizes(&q)), (left, counts), "{event:?}");
+        }
+        assert!(q.remove("default/b"));
+        assert_eq!(sizes(&q), (0, 0), "removing a pod drops its counts");
     }
 
     #[test]

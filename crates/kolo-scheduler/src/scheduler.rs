@@ -600,9 +600,6 @@ impl Scheduler {
 
         let want = num_feasible_nodes_to_find(n, *percentage);
         let tie_seed = info.tie_hash();
-        // Set when the fast path below already evaluated every node and
-        // found none feasible: the verdicts only need explaining.
-        let mut all_rejected = false;
         if want >= n && sum_in_pass && *explain == ExplainLevel::None {
             // Every node, no normalization, nothing to report per node: each
             // chunk also finds its own best node. With the equivalence
@@ -610,22 +607,29 @@ impl Scheduler {
             // are evaluated again.
             let signature = (*use_equivalence && profile.equivalence)
                 .then(|| pod_signature(profile_index, info));
-            let mut entry = signature.map(|sig| equivalence.entry(sig));
+            let entry = signature.map(|sig| equivalence.entry(sig));
             // Results go to the cache entry, or to the general buffers when
             // the pod is not cached.
-            let (results, freshness) = match entry.as_deref_mut() {
-                Some(e) => (&mut e.results, Some(&mut e.freshness)),
-                None => (&mut scratch.results, None),
+            let (results, freshness, failure) = match entry {
+                Some(e) => (&mut e.results, Some(&mut e.freshness), Some(&mut e.failure)),
+                None => (&mut scratch.results, None, None),
             };
             results.resize(n, columns);
-            let stale = freshness
-                .as_ref()
-                .and_then(|f| f.stale(cache.epoch(), cache.generations(), ctx.now));
+            // Node updates leave other nodes' results good when the plugins
+            // say so; the node set changing never does.
+            let epoch =
+                if profile.local_node_updates { cache.node_set_epoch() } else { cache.epoch() };
+            let stale =
+                freshness.as_ref().and_then(|f| f.stale(epoch, cache.generations(), ctx.now));
             let renewed = |i: usize| valid_until(profile, &nodes[i], ctx.now);
+            // Whether any node was evaluated in this cycle (a cached failure
+            // summary stays good only if not).
+            let mut recomputed = true;
             // Re-evaluating a node alone costs more than in a parallel pass;
             // past a point, evaluate everything.
             let (feasible, best) = match (stale, freshness) {
                 (Some(stale), Some(freshness)) if stale.len() <= (n / 8).max(64) => {
+                    recomputed = !stale.is_empty();
                     stats.node_evaluations += stale.len() as u64;
                     for &i in &stale {
                         evaluate(
@@ -663,14 +667,23 @@ impl Scheduler {
                         tie_seed,
                     );
                     if let Some(freshness) = freshness {
-                        freshness.renew_all(cache.epoch(), cache.generations(), renewed);
+                        freshness.renew_all(epoch, cache.generations(), renewed);
                     }
                     result
                 }
             };
+            // A failure summary describes the verdicts it was made from:
+            // forget it as soon as any of them is computed again, whatever
+            // this cycle's outcome.
+            let failure = failure.map(|slot| {
+                if recomputed {
+                    *slot = None;
+                }
+                slot
+            });
+            report.evaluated_nodes = n;
+            report.feasible_nodes = feasible;
             if let Some((_, _, best)) = best {
-                report.evaluated_nodes = n;
-                report.feasible_nodes = feasible;
                 report.outcome = Outcome::Scheduled {
                     node: nodes[best].name().to_string(),
                     total: results.totals[best],
@@ -678,22 +691,22 @@ impl Scheduler {
                 };
                 return Ok(nodes[best].id());
             }
-            if let Some(entry) = entry {
-                // The general path below explains the verdicts from its own
-                // buffers; the entry keeps nothing reusable.
-                std::mem::swap(&mut entry.results, &mut scratch.results);
-                entry.freshness.forget();
-            }
-            // No feasible node: the general path below explains why.
-            all_rejected = true;
+            // No feasible node: explain why, from the cached summary when
+            // no verdict changed since it was made.
+            let (message, wake_on) = match failure {
+                Some(Some(cached)) => cached.clone(),
+                Some(slot) => slot.insert(unschedulable(profile, &results.verdicts)).clone(),
+                None => unschedulable(profile, &results.verdicts),
+            };
+            let nominated = nominate(profile, ctx, state, info, nodes, &results.verdicts);
+            return Err((message, wake_on, nominated));
         }
-
         let start = if want >= n { 0 } else { *next_start % n };
         // Evaluate nodes in rounds, in the rotated order start, start+1, ...
         // until `want` feasible nodes are found; each round is one parallel
         // pass over at most two contiguous ranges.
         let round = if want >= n { n } else { want.max(512) };
-        let mut evaluated = if all_rejected { n } else { 0 };
+        let mut evaluated = 0;
         while evaluated < n && scratch.feasible.len() < want {
             let len = round.min(n - evaluated);
             let from = (start + evaluated) % n;
@@ -742,30 +755,8 @@ impl Scheduler {
         report.feasible_nodes = scratch.feasible.len();
 
         if scratch.feasible.is_empty() {
-            let rejections = (0..n)
-                .filter_map(|pos| scratch.results.verdicts[pos].as_ref().map(|r| &r.rejection));
-            let message = failure_message(n, rejections);
-            let mut wake_on = EventKinds::NONE;
-            for r in scratch.results.verdicts.iter().flatten() {
-                wake_on |= profile.plugins[r.plugin as usize].events_to_register();
-            }
-            let mut nominated = None;
-            if !profile.post_filter.is_empty() {
-                let rejected: Vec<(&NodeInfo, &Rejected)> = (0..n)
-                    .filter_map(|pos| {
-                        scratch.results.verdicts[pos].as_deref().map(|r| (&nodes[pos], r))
-                    })
-                    .collect();
-                for &i in &profile.post_filter {
-                    let plugin = profile.plugins[i].as_post_filter().expect("checked at build");
-                    if let PostFilterOutcome::Nominate(node) =
-                        plugin.post_filter(ctx, state, info, &rejected)
-                    {
-                        nominated = Some(node);
-                        break;
-                    }
-                }
-            }
+            let (message, wake_on) = unschedulable(profile, &scratch.results.verdicts);
+            let nominated = nominate(profile, ctx, state, info, nodes, &scratch.results.verdicts);
             if *explain == ExplainLevel::All {
                 report.nodes = (0..processed)
                     .map(|k| node_report(profile, nodes, scratch, &scorers, (start + k) % n))
@@ -1002,6 +993,43 @@ fn evaluate(
             .map(work)
             .reduce(|| (0, None), |a, b| (a.0 + b.0, a.1.max(b.1)))
     }
+}
+
+/// Why no node can take the pod: kube-scheduler's failure message and the
+/// events registered by the plugins that rejected it.
+fn unschedulable(profile: &Profile, verdicts: &[NodeVerdict]) -> (String, EventKinds) {
+    let message = failure_message(verdicts.len(), verdicts.iter().flatten().map(|r| &r.rejection));
+    let mut wake_on = EventKinds::NONE;
+    for r in verdicts.iter().flatten() {
+        wake_on |= profile.plugins[r.plugin as usize].events_to_register();
+    }
+    (message, wake_on)
+}
+
+/// The node the first PostFilter plugin that nominates one chose, if any.
+fn nominate(
+    profile: &Profile,
+    ctx: &CycleContext,
+    state: &CycleState,
+    info: &PodInfo,
+    nodes: &[NodeInfo],
+    verdicts: &[NodeVerdict],
+) -> Option<String> {
+    if profile.post_filter.is_empty() {
+        return None;
+    }
+    let rejected: Vec<(&NodeInfo, &Rejected)> = nodes
+        .iter()
+        .zip(verdicts)
+        .filter_map(|(node, v)| v.as_deref().map(|r| (node, r)))
+        .collect();
+    profile.post_filter.iter().find_map(|&i| {
+        let plugin = profile.plugins[i].as_post_filter().expect("checked at build");
+        match plugin.post_filter(ctx, state, info, &rejected) {
+            PostFilterOutcome::Nominate(node) => Some(node),
+            _ => None,
+        }
+    })
 }
 
 /// When the cached results for `node` go stale by time: the earliest of

@@ -257,7 +257,7 @@ fn metric(
 
 /// Pod shapes for the equivalence property: replicas share a shape.
 fn shaped_pod(name: &str, shape: u8) -> Pod {
-    let (labels, cpu, memory, extra) = match shape % 4 {
+    let (labels, cpu, memory, extra) = match shape % 5 {
         0 => ("{koordinator.sh/qosClass: LS, app: web}", "500m", "1Gi", ""),
         1 => (
             "{koordinator.sh/qosClass: LS, app: api}",
@@ -266,6 +266,9 @@ fn shaped_pod(name: &str, shape: u8) -> Pod {
             "  tolerations: [{key: dedicated, operator: Exists}]\n",
         ),
         2 => ("{app: batch}", "200m", "512Mi", "  nodeSelector: {zone: a}\n"),
+        // Big: fits few nodes, and none once they fill up or shrink (the
+        // cache keeps infeasible verdicts too).
+        4 => ("{app: big}", "6", "8Gi", ""),
         _ => ("{koordinator.sh/qosClass: LSR, app: db}", "2", "4Gi", ""),
     };
     serde_saphyr::from_str(&format!(
@@ -287,13 +290,13 @@ enum Op {
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        3 => (0u8..4, 1u8..4).prop_map(|(s, n)| Op::AddPods(s, n)),
+        3 => (0u8..5, 1u8..4).prop_map(|(s, n)| Op::AddPods(s, n)),
         4 => (1u8..6).prop_map(Op::Schedule),
         1 => (0u16..200).prop_map(Op::Advance),
         2 => (0usize..8, 0u32..8000, 0u32..32).prop_map(|(n, c, m)| Op::Metric(n, c, m)),
         1 => (0usize..8).prop_map(Op::DeleteMetric),
         1 => any::<prop::sample::Index>().prop_map(Op::DeletePod),
-        1 => (0usize..8, 0u8..4).prop_map(|(n, k)| Op::Node(n, k)),
+        1 => (0usize..8, 0u8..5).prop_map(|(n, k)| Op::Node(n, k)),
     ]
 }
 
@@ -304,9 +307,12 @@ fn cluster_node(i: usize, variant: u8) -> Node {
         3 => "spec: {taints: [{key: soft, effect: PreferNoSchedule}]}",
         _ => "",
     };
+    // Variant 4 only shrinks the allocatable CPU (as the manager's batch
+    // resources do): other nodes' cached results stay good.
+    let cpu = if variant == 4 { 3 } else { 8 };
     let zone = if i.is_multiple_of(2) { "a" } else { "b" };
     serde_saphyr::from_str(&format!(
-        "metadata: {{name: n{i}, labels: {{zone: {zone}}}}}\n{extra}\nstatus:\n  allocatable: {{cpu: '8', memory: 32Gi, pods: '110'}}\n  capacity: {{cpu: '8', memory: 32Gi, pods: '110'}}\n"
+        "metadata: {{name: n{i}, labels: {{zone: {zone}}}}}\n{extra}\nstatus:\n  allocatable: {{cpu: '{cpu}', memory: 32Gi, pods: '110'}}\n  capacity: {{cpu: '8', memory: 32Gi, pods: '110'}}\n"
     ))
     .unwrap()
 }
@@ -317,7 +323,7 @@ proptest! {
     /// The equivalence cache changes only the time a decision takes: with
     /// it on and off, the same cluster changes, pods and times give the
     /// same reports, through pod churn, NodeMetric updates and expiry, node
-    /// changes and taints.
+    /// changes (allocatable only, or taints), and pods that fit nowhere.
     #[test]
     fn equivalence_cache_never_changes_a_decision(
         nodes in 2usize..8,

@@ -8,7 +8,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use kolo_sim::engine::{self, Event, Phase};
 use kolo_sim::policy::Policy;
 use kolo_sim::report::{PolicyRun, data, html, table};
@@ -60,6 +60,11 @@ pub struct Args {
     /// terminal).
     #[arg(long)]
     pub no_progress: bool,
+    /// Run the policies at the same time, one thread each (same results;
+    /// each policy's wall time then includes sharing the machine with the
+    /// others).
+    #[arg(long)]
+    pub parallel: bool,
     /// Output format of the summary on stdout.
     #[arg(short, long, value_enum, default_value_t = OutputFormat::Text)]
     pub output: OutputFormat,
@@ -150,43 +155,37 @@ pub fn run(
         .map(|name| Policy::resolve(name.trim(), &scenario))
         .collect::<Result<Vec<_>, _>>()?;
     let workload = workload::generate(&scenario, engine::cluster_size(&scenario));
-    let steps = scenario.steps();
+    let bars = MultiProgress::new();
+    let run_one = |policy: &Policy| -> Result<(PolicyRun, Phases), engine::EngineError> {
+        let bar = if args.no_progress {
+            ProgressBar::hidden()
+        } else {
+            bars.add(ProgressBar::new(scenario.steps()))
+        };
+        run_policy(&scenario, &workload, policy, bar)
+    };
+    let results: Vec<Result<(PolicyRun, Phases), engine::EngineError>> = if args.parallel {
+        // One thread per policy; their node phases share rayon's pool, and
+        // one policy's sequential phases (scheduler, publishing) overlap
+        // the other's. Each run is a pure function of its inputs, so the
+        // results are the same as one after the other.
+        std::thread::scope(|scope| {
+            let handles: Vec<_> =
+                policies.iter().map(|policy| scope.spawn(|| run_one(policy))).collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+                .collect()
+        })
+    } else {
+        policies.iter().map(run_one).collect()
+    };
     let mut runs = Vec::with_capacity(policies.len());
     let mut timings = Vec::new();
-    for policy in &policies {
-        let bar = if args.no_progress { ProgressBar::hidden() } else { ProgressBar::new(steps) };
-        bar.set_style(
-            ProgressStyle::with_template("{prefix:>12} [{bar:40}] {percent:>3}% {msg} ({elapsed})")
-                .unwrap_or_else(|_| ProgressStyle::default_bar())
-                .progress_chars("=> "),
-        );
-        bar.set_prefix(policy.name.clone());
-        let hours_per_step = scenario.step_seconds as f64 / 3600.0;
-        let started = Instant::now();
-        let mut phases: BTreeMap<Phase, Duration> = BTreeMap::new();
-        let mut current: Option<(Phase, Instant)> = None;
-        let result = engine::run(&scenario, &workload, policy, &mut |event| {
-            let now = Instant::now();
-            if let Some((phase, since)) = current.take() {
-                *phases.entry(phase).or_default() += now - since;
-            }
-            match event {
-                Event::Phase(phase) => current = Some((phase, now)),
-                Event::Step { step, steps } => {
-                    if step % 60 == 0 || step == steps {
-                        bar.set_position(step);
-                        bar.set_message(format!("{:.1} h simulated", step as f64 * hours_per_step));
-                    }
-                }
-            }
-        })?;
-        bar.finish_and_clear();
+    for (policy, result) in policies.iter().zip(results) {
+        let (run, phases) = result?;
         timings.push((policy.name.clone(), phases));
-        runs.push(PolicyRun {
-            result,
-            description: policy.description.clone(),
-            wall_seconds: started.elapsed().as_secs_f64(),
-        });
+        runs.push(run);
     }
     match args.output {
         OutputFormat::Text => {
@@ -239,4 +238,49 @@ pub fn run(
         }
     }
     Ok(())
+}
+
+/// Wall time by phase of one policy's run.
+type Phases = BTreeMap<Phase, Duration>;
+
+/// Runs one policy, drawing its progress on `bar` and timing its phases.
+fn run_policy(
+    scenario: &Scenario,
+    workload: &workload::Workload,
+    policy: &Policy,
+    bar: ProgressBar,
+) -> Result<(PolicyRun, Phases), engine::EngineError> {
+    let steps = scenario.steps();
+    bar.set_style(
+        ProgressStyle::with_template("{prefix:>12} [{bar:40}] {percent:>3}% {msg} ({elapsed})")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    bar.set_prefix(policy.name.clone());
+    let hours_per_step = scenario.step_seconds as f64 / 3600.0;
+    let started = Instant::now();
+    let mut phases = Phases::new();
+    let mut current: Option<(Phase, Instant)> = None;
+    let result = engine::run(scenario, workload, policy, &mut |event| {
+        let now = Instant::now();
+        if let Some((phase, since)) = current.take() {
+            *phases.entry(phase).or_default() += now - since;
+        }
+        match event {
+            Event::Phase(phase) => current = Some((phase, now)),
+            Event::Step { step, steps: _ } => {
+                if step % 60 == 0 || step == steps {
+                    bar.set_position(step);
+                    bar.set_message(format!("{:.1} h simulated", step as f64 * hours_per_step));
+                }
+            }
+        }
+    })?;
+    bar.finish_and_clear();
+    let run = PolicyRun {
+        result,
+        description: policy.description.clone(),
+        wall_seconds: started.elapsed().as_secs_f64(),
+    };
+    Ok((run, phases))
 }

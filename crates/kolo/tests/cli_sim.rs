@@ -19,7 +19,16 @@ fn scenario() -> String {
 
 /// Runs the small scenario with `--out dir`; returns summary.json.
 fn run(dir: &Path, extra: &[&str]) -> Value {
-    let out = kolo()
+    run_with_threads(dir, extra, None)
+}
+
+/// [`run`] with rayon's pool limited to `threads`.
+fn run_with_threads(dir: &Path, extra: &[&str], threads: Option<usize>) -> Value {
+    let mut command = kolo();
+    if let Some(n) = threads {
+        command.env("RAYON_NUM_THREADS", n.to_string());
+    }
+    let out = command
         .args(["sim", "--no-progress", "--scenario", &scenario(), "--out"])
         .arg(dir)
         .args(extra)
@@ -92,6 +101,16 @@ fn summary_invariants_report_and_determinism() {
     // Same seed, same numbers.
     let again = run(tempfile::tempdir().unwrap().path(), &[]);
     assert_eq!(without_wall_time(summary.clone()), without_wall_time(again));
+    // Whatever the threads: one thread, or four with the policies run side
+    // by side.
+    for (threads, extra) in [(1, &[][..]), (4, &["--parallel"][..])] {
+        let other = run_with_threads(tempfile::tempdir().unwrap().path(), extra, Some(threads));
+        assert_eq!(
+            without_wall_time(summary.clone()),
+            without_wall_time(other),
+            "{threads} threads {extra:?}"
+        );
+    }
     // Another seed, another workload.
     let other =
         run(tempfile::tempdir().unwrap().path(), &["--seed", "8", "--policies", "colocation"]);

@@ -90,6 +90,17 @@ pub trait Plugin: Send + Sync {
         false
     }
 
+    /// Whether an update to one node's object can change this plugin's
+    /// Filter and Score results for that node only — it keeps no facts
+    /// about other nodes that those results read, at least while no Score
+    /// plugin of the profile normalizes (the only time the equivalence
+    /// cache is used). When every Filter and Score plugin of a profile says
+    /// yes, a node update makes only that node's cached results stale
+    /// instead of all of them; `false` by default.
+    fn node_updates_are_local(&self) -> bool {
+        false
+    }
+
     /// Until when, by the passage of time alone, this plugin's results for
     /// `node` stay what they are at `now` (`None`: time does not change
     /// them). Load-aware scheduling, for one, rejects nodes whose

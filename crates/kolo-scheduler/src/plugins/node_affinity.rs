@@ -81,6 +81,10 @@ impl Plugin for NodeAffinity {
     fn supports_equivalence(&self) -> bool {
         true
     }
+    fn node_updates_are_local(&self) -> bool {
+        // Reads the node's labels only.
+        true
+    }
 }
 
 fn compile_requirement(r: &NodeSelectorRequirement) -> Requirement {

@@ -276,6 +276,10 @@ impl Plugin for NodeResourcesFit {
     fn supports_equivalence(&self) -> bool {
         true
     }
+    fn node_updates_are_local(&self) -> bool {
+        // Reads the node's allocatable and the pods counted on it only.
+        true
+    }
 }
 
 impl PreFilter for NodeResourcesFit {

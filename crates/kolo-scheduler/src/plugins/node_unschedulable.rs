@@ -40,6 +40,10 @@ impl Plugin for NodeUnschedulable {
     fn supports_equivalence(&self) -> bool {
         true
     }
+    fn node_updates_are_local(&self) -> bool {
+        // Reads the node's spec only.
+        true
+    }
 }
 
 impl Filter for NodeUnschedulable {

@@ -81,6 +81,13 @@ impl Plugin for TaintToleration {
     fn supports_equivalence(&self) -> bool {
         true
     }
+    fn node_updates_are_local(&self) -> bool {
+        // Filter reads the node's taints only. Score also reads whether any
+        // node prefers no scheduling, but the equivalence cache is used only
+        // while none does (otherwise this plugin normalizes), and then every
+        // node scores the same.
+        true
+    }
 }
 
 impl PreFilter for TaintToleration {

@@ -146,6 +146,11 @@ impl Plugin for LoadAwareScheduling {
     fn supports_equivalence(&self) -> bool {
         true
     }
+    fn node_updates_are_local(&self) -> bool {
+        // Per-node state only: the node's profile, NodeMetric and assigned
+        // pods.
+        true
+    }
     fn valid_until(&self, node: &NodeInfo, now: Timestamp) -> Option<Timestamp> {
         // Results change when the NodeMetric expires; once expired, they
         // stay as they are until the next report (an event).

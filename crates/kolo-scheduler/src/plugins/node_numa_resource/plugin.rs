@@ -144,6 +144,10 @@ impl Plugin for NodeNUMAResource {
     fn supports_equivalence(&self) -> bool {
         true
     }
+    fn node_updates_are_local(&self) -> bool {
+        // Per-node state only: the node's topology and allocations.
+        true
+    }
 }
 
 impl PreFilter for NodeNUMAResource {
