@@ -102,8 +102,8 @@ pub struct RunResult {
 fn node_resources(g: &crate::scenario::NodeGroup) -> ((i64, i64), (i64, i64)) {
     let cpu = i64::from(g.cpu) * 1000;
     let memory = (g.memory_gib * GIB) as i64;
-    let alloc_cpu = (cpu - (g.reserved_cpu * 1000.0) as i64).max(0);
-    let alloc_memory = (memory - (g.reserved_memory_gib * GIB) as i64).max(0);
+    let alloc_cpu = (cpu - (g.reserved_cpu * 1000.0).round() as i64).max(0);
+    let alloc_memory = (memory - (g.reserved_memory_gib * GIB).round() as i64).max(0);
     ((cpu, memory), (alloc_cpu, alloc_memory))
 }
 

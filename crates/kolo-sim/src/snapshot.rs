@@ -11,10 +11,9 @@
 //!   `status.capacity.cpu` rounded up to whole CPUs (a fractional capacity
 //!   is rare and the simulated topology needs whole CPUs), its memory
 //!   `status.capacity.memory`; the kubelet reservation is capacity −
-//!   allocatable (never negative), so allocatable is carried over (to the
-//!   milli-core: the engine truncates `reservedCpu × 1000`, which is one
-//!   milli-core short for about 1 % of odd amounts such as 1001m); its
-//!   labels are kept. The topology is unknown, so a node has one socket and
+//!   allocatable (never negative), so allocatable is carried over (the
+//!   engine rounds `reservedCpu × 1000` to the milli-core); its labels are
+//!   kept. The topology is unknown, so a node has one socket and
 //!   two threads per core when its CPU count is even (one otherwise). Taints,
 //!   `unschedulable` and the Ready condition are not carried: the engine
 //!   builds its own Node objects from a group's sizes and labels.
