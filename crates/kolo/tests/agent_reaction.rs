@@ -79,8 +79,10 @@ fn be_is_throttled_when_ls_surges_and_released_after() {
         assert!(be_alone > 0.6, "the BE hog runs freely at first: {be_alone:.2} cores");
 
         // LS surges: one spinning core. Budget ≈ 1300m − 1000m → quota ≈ 30000.
-        let surge = Instant::now();
+        // The surge starts when the spinner runs in its cgroups (`spawn`
+        // returns then), as in `kolo bench interference`.
         let web = sandbox.spawn(&rels[1], Workload::Spin).unwrap();
+        let surge = Instant::now();
         let mut reaction = None;
         while surge.elapsed() < Duration::from_secs(5) {
             if quota(&sandbox) != -1 && quota(&sandbox) <= 60_000 {

@@ -33,8 +33,8 @@
 //! the CPU the LS and BE cgroups used over the measured window (their
 //! `cpuacct.usage`). After the first kolo run, with its agent still there,
 //! the LS pod surges (a busy loop in its container) `--surges` times; the
-//! reaction time is from starting the busy loop to the BE QoS cgroup's
-//! `cpu.cfs_quota_us` dropping by at least half a core.
+//! reaction time is from the busy loop running (in its cgroups) to the BE
+//! QoS cgroup's `cpu.cfs_quota_us` dropping by at least half a core.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -462,8 +462,10 @@ fn surge_reactions(tree: &mut Tree, surges: u32) -> Result<Reaction, BoxError> {
     let mut released_s = Vec::new();
     for n in 0..surges {
         let before = settled_quota(&tree.sandbox)?;
-        let start = Instant::now();
+        // The surge starts when the busy loop runs: `spawn` returns once it
+        // has joined its cgroups (several ms on cgroup v1) and spins.
         let spinner = tree.sandbox.spawn(&tree.ls_rel, Workload::Spin)?;
+        let start = Instant::now();
         let mut first_cut = None;
         let reacted = loop {
             let quota = be_quota_cores(&tree.sandbox)?;
