@@ -103,7 +103,9 @@ mod tests {
     #[test]
     fn pools_table() {
         // (pods: (qos, resource-status)), usable, lsr, ls — on a 16-CPU node.
-        let table: [(&[(QoSClass, &str)], &str, &str, &str); 7] = [
+        // (bound pods, usable, lsr, ls)
+        type Row<'a> = (&'a [(QoSClass, &'a str)], &'a str, &'a str, &'a str);
+        let table: [Row; 7] = [
             (&[], "0-15", "", "0-15"),
             (&[(QoSClass::LSE, r#"{"cpuset":"0-3"}"#)], "4-15", "", "4-15"),
             (&[(QoSClass::LSR, r#"{"cpuset":"4-7"}"#)], "0-15", "4-7", "0-3,8-15"),

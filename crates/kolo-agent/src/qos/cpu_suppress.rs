@@ -539,7 +539,8 @@ mod tests {
         };
         // (bound pods) → BE cpuset for the 3.4-core budget (4 CPUs), and the
         // cpuset recovered when suppression is off.
-        let table: [(&[(QoSClass, &str)], &str, &str); 4] = [
+        type Row<'a> = (&'a [(QoSClass, &'a str)], &'a str, &'a str);
+        let table: [Row; 4] = [
             (&[], "0-3", "0-15"),
             (&[(QoSClass::LSE, "0-3")], "4-7", "4-15"),
             // usable 4-15, lsr 8-11: ⌊4 × 4/12⌋ = 1 from lsr.
