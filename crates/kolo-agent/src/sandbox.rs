@@ -50,6 +50,10 @@ static COUNTER: AtomicUsize = AtomicUsize::new(0);
 pub enum Workload {
     /// A shell busy loop: one core.
     Spin,
+    /// The same busy loop, but [`TestCgroups::spawn`] returns it stopped
+    /// (`SIGSTOP`) once it is in its cgroups; [`TestCgroups::resume`]
+    /// starts it, so a caller knows to the millisecond when it began.
+    SpinOnResume,
     /// `sleep`: nothing.
     Sleep,
     /// Python allocating and touching `mib` MiB of anonymous memory, then
@@ -251,6 +255,9 @@ impl TestCgroups {
         let mut cmd = Command::new("/bin/sh");
         let script = match workload {
             Workload::Spin => format!("{enter}echo ready; while :; do :; done"),
+            Workload::SpinOnResume => {
+                format!("{enter}echo ready; kill -STOP $$; while :; do :; done")
+            }
             Workload::Sleep => format!("{enter}echo ready; exec sleep 3600"),
             Workload::Memory { mib } => {
                 let python = python().ok_or_else(|| io::Error::other("python3 not found"))?;
@@ -276,6 +283,9 @@ impl TestCgroups {
             let _ = tx.send(line);
         });
         match rx.recv_timeout(Duration::from_secs(30)) {
+            Ok(line) if line.trim() == "ready" && workload == Workload::SpinOnResume => {
+                wait_stopped(pid).map(|()| pid)
+            }
             Ok(line) if line.trim() == "ready" => Ok(pid),
             Ok(line) => {
                 Err(io::Error::other(format!("{workload:?} (pid {pid}) did not start: {line:?}")))
@@ -283,6 +293,16 @@ impl TestCgroups {
             Err(_) => {
                 Err(io::Error::other(format!("{workload:?} (pid {pid}) not ready after 30 s")))
             }
+        }
+    }
+
+    /// Starts a [`Workload::SpinOnResume`] process (`SIGCONT`).
+    pub fn resume(&self, pid: u32) -> io::Result<()> {
+        let status = Command::new("kill").args(["-CONT", &pid.to_string()]).status()?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(io::Error::other(format!("kill -CONT {pid}: {status}")))
         }
     }
 
@@ -534,4 +554,21 @@ pub fn pods_file(pods: &[PodRef]) -> String {
         })
         .collect();
     serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items}).to_string()
+}
+
+/// Waits (up to 5 s) until `pid` is stopped (state `T` in
+/// `/proc/<pid>/stat`).
+fn wait_stopped(pid: u32) -> io::Result<()> {
+    let start = std::time::Instant::now();
+    loop {
+        let stat = fs::read_to_string(format!("/proc/{pid}/stat"))?;
+        let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next());
+        if state == Some("T") {
+            return Ok(());
+        }
+        if start.elapsed() > Duration::from_secs(5) {
+            return Err(io::Error::other(format!("pid {pid} did not stop itself within 5 s")));
+        }
+        thread::sleep(Duration::from_millis(1));
+    }
 }

@@ -462,10 +462,12 @@ fn surge_reactions(tree: &mut Tree, surges: u32) -> Result<Reaction, BoxError> {
     let mut released_s = Vec::new();
     for n in 0..surges {
         let before = settled_quota(&tree.sandbox)?;
-        // The surge starts when the busy loop runs: `spawn` returns once it
-        // has joined its cgroups (several ms on cgroup v1) and spins.
-        let spinner = tree.sandbox.spawn(&tree.ls_rel, Workload::Spin)?;
+        // The surge starts when the busy loop runs: it joins its cgroups
+        // (tens of ms on cgroup v1, not counted) and waits stopped until
+        // resumed here.
+        let spinner = tree.sandbox.spawn(&tree.ls_rel, Workload::SpinOnResume)?;
         let start = Instant::now();
+        tree.sandbox.resume(spinner)?;
         let mut first_cut = None;
         let reacted = loop {
             let quota = be_quota_cores(&tree.sandbox)?;
