@@ -556,15 +556,22 @@ pub fn pods_file(pods: &[PodRef]) -> String {
     serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items}).to_string()
 }
 
-/// Waits (up to 5 s) until `pid` is stopped (state `T` in
-/// `/proc/<pid>/stat`).
+/// A process's state letter (`R`, `S`, `T` stopped, `Z` zombie, ...) from
+/// `/proc/<pid>/stat`, where it follows the command name in parentheses;
+/// `None` once the process is gone.
+pub fn process_state(pid: u32) -> Option<char> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?.1.trim_start().chars().next()
+}
+
+/// Waits (up to 5 s) until `pid` is stopped (state `T`).
 fn wait_stopped(pid: u32) -> io::Result<()> {
     let start = std::time::Instant::now();
     loop {
-        let stat = fs::read_to_string(format!("/proc/{pid}/stat"))?;
-        let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next());
-        if state == Some("T") {
-            return Ok(());
+        match process_state(pid) {
+            Some('T') => return Ok(()),
+            None => return Err(io::Error::other(format!("pid {pid} exited instead of stopping"))),
+            Some(_) => {}
         }
         if start.elapsed() > Duration::from_secs(5) {
             return Err(io::Error::other(format!("pid {pid} did not stop itself within 5 s")));

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{TestCgroups, Workload, skip, test_container_id, test_uid};
+use common::{TestCgroups, Workload, process_state, skip, test_container_id, test_uid};
 use kolo_agent::cgroup::{Cgroups, ContainerId};
 use kolo_agent::evict::{Evictor, KillEvictor};
 use kolo_agent::qos::{ContainerState, PodState};
@@ -16,9 +16,7 @@ use kolo_api::kube_qos::KubeQoSClass;
 
 fn alive(pid: u32) -> bool {
     // A killed child stays a zombie until reaped: count that as gone.
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| !s.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')))
-        .unwrap_or(false)
+    process_state(pid).is_some_and(|s| s != 'Z')
 }
 
 #[test]

@@ -277,11 +277,12 @@ pub(crate) fn run_ticks(
         // Sleep to the next multiple of the interval (no drift, no catch-up
         // storm after a slow round). With the QoS strategies on and a BE pod
         // on the node, probe node and BE CPU every 50 ms meanwhile and,
-        // when the node is above the suppression threshold, re-plan at once
-        // when non-BE CPU jumps by 10 % of the capacity (and once more 10 ms
-        // later): an LS surge is answered within about one probe interval,
-        // not at the next round. Without a BE
-        // pod there is nothing to throttle and the loop just sleeps.
+        // when the node is within 10 % of the capacity of the suppression
+        // threshold, re-plan at once when non-BE CPU jumps by 10 % of the
+        // capacity, then look again 10 ms later (`SurgeRule`): an LS surge
+        // is answered within about one probe interval, not at the next
+        // round. Without a BE pod there is nothing to throttle and the loop
+        // just sleeps.
         let next = interval
             .mul_f64((start.elapsed().as_secs_f64() / interval.as_secs_f64()).floor() + 1.0);
         let probe = qos.is_some() && agent.lock().expect("agent lock").has_be_pods();

@@ -86,13 +86,7 @@ impl Cluster {
 /// Whether a process is gone, or a zombie nobody reaped yet (the tool
 /// starts kube-apiserver detached, so this test is not its parent).
 fn exited(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // The state follows the command name in parentheses.
-        Ok(stat) => {
-            stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
-        }
-        Err(_) => true,
-    }
+    kolo_agent::sandbox::process_state(pid).is_none_or(|s| s == 'Z')
 }
 
 impl Drop for Cluster {
