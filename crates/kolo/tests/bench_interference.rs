@@ -46,8 +46,10 @@ fn interference_bench_runs_and_measures_each_setup() {
             lat["p99_us"].as_f64().unwrap(),
             lat["max_us"].as_f64().unwrap(),
         );
-        // Each request is 2 ms of CPU work.
-        assert!(p50 >= 1500.0 && p50 <= p99 && p99 <= max, "{name}: {lat}");
+        // Each request is 2 ms of CPU work, calibrated at start; a CPU
+        // whose clock rises after calibration does it faster, so the
+        // bound leaves room for that (a request never takes under 60 %).
+        assert!(p50 >= 1200.0 && p50 <= p99 && p99 <= max, "{name}: {lat}");
         // The LS cgroup's CPU is the request loop's: 40 % of a core.
         let ls = run["ls_cores"].as_f64().unwrap();
         assert!((0.25..0.7).contains(&ls), "{name}: LS used {ls:.2} cores");

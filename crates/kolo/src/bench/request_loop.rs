@@ -27,19 +27,36 @@ pub(super) fn work(iterations: u64) -> u64 {
 }
 
 /// The iterations of [`work`] that take `target` of CPU on this machine,
-/// measured now (on an idle machine: the fastest of several trials).
+/// measured now.
+///
+/// Measured in this thread's own CPU time (`CLOCK_THREAD_CPUTIME_ID`), so
+/// that other processes running meanwhile do not make the machine look
+/// slower than it is, and only after a busy warm-up: a CPU that idled
+/// before the benchmark starts at a low clock, and calibrating then would
+/// make every request shorter than asked for (seen in CI: 1.4 ms requests
+/// for a 2 ms target).
 pub(super) fn calibrate(target: Duration) -> u64 {
+    let warm_up_until = Instant::now() + Duration::from_millis(200);
+    while Instant::now() < warm_up_until {
+        work(10_000);
+    }
     let probe = 1_000_000;
     let fastest = (0..7)
         .map(|_| {
-            let t = Instant::now();
+            let before = thread_cpu_time();
             work(probe);
-            t.elapsed()
+            thread_cpu_time().saturating_sub(before)
         })
         .min()
         .expect("seven trials");
-    let per_iteration = fastest.as_secs_f64() / probe as f64;
+    let per_iteration = fastest.as_secs_f64().max(1e-9) / probe as f64;
     (target.as_secs_f64() / per_iteration).round().max(1.0) as u64
+}
+
+/// The CPU time this thread has run so far.
+fn thread_cpu_time() -> Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
 }
 
 /// The request loop's shape.
