@@ -8,6 +8,8 @@
 //!   numbers algorithms need (effective requests as kubelet computes them, QoS,
 //!   priority, allocatable, taints);
 //! * [`snapshot`]: a cluster snapshot loaded from `kubectl get -o yaml` dumps;
+//! * [`usage_report`]: a node's reported usage (its NodeMetric) as numbers,
+//!   read once for every decision that needs it;
 //! * [`clock`]: time, passed into decision code instead of read from the system.
 //!
 //! This crate does no I/O except reading a snapshot file the caller names.
@@ -19,3 +21,4 @@ pub mod pod;
 pub mod resources;
 pub mod selector;
 pub mod snapshot;
+pub mod usage_report;

@@ -9,8 +9,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Node;
-use kolo_api::crd::NodeMetric;
 use kolo_core::node::{NodeView, NodeViewError};
+use kolo_core::usage_report::NodeUsageReport;
 
 use crate::framework::{NodeId, NodeInfo, PodInfo};
 
@@ -74,7 +74,7 @@ pub struct Cache {
     pods: HashMap<Box<str>, CachedPod>,
     /// Pods assigned to nodes the cache does not know yet, by node name.
     waiting_for_node: HashMap<Box<str>, Vec<Box<str>>>,
-    metrics: HashMap<Box<str>, Arc<NodeMetric>>,
+    metrics: HashMap<Box<str>, Arc<NodeUsageReport>>,
     /// Bumped whenever a node is added, removed or its object changes.
     epoch: u64,
     /// Bumped whenever a node is added or removed (positions change).
@@ -149,8 +149,8 @@ impl Cache {
         self.pods.values()
     }
 
-    /// A node's NodeMetric, by node name.
-    pub fn node_metric(&self, name: &str) -> Option<&Arc<NodeMetric>> {
+    /// A node's NodeMetric (as read), by node name.
+    pub fn node_metric(&self, name: &str) -> Option<&Arc<NodeUsageReport>> {
         self.metrics.get(name)
     }
 
@@ -286,10 +286,10 @@ impl Cache {
         vec![CacheChange::PodRemoved { pod: info, node }]
     }
 
-    /// Stores a node's NodeMetric (named after the node).
-    pub fn apply_node_metric(&mut self, metric: NodeMetric) -> Vec<CacheChange> {
-        let name: Box<str> = metric.metadata.name.as_deref().unwrap_or_default().into();
-        self.metrics.insert(name.clone(), Arc::new(metric));
+    /// Stores a node's NodeMetric, read (named after the node).
+    pub fn apply_node_metric(&mut self, metric: Arc<NodeUsageReport>) -> Vec<CacheChange> {
+        let name: Box<str> = metric.node.as_str().into();
+        self.metrics.insert(name.clone(), metric);
         let id = self.node_id(&name);
         if let Some(id) = id {
             self.update(id, NodeInfo::touch);

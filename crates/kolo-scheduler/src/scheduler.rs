@@ -24,6 +24,7 @@ use kolo_api::crd::NodeMetric;
 use kolo_core::clock::Timestamp;
 use kolo_core::node::NodeViewError;
 use kolo_core::pod::PodViewError;
+use kolo_core::usage_report::{NodeUsageReport, UsageReadError};
 use rayon::prelude::*;
 
 use crate::binder::{BindCompletion, BindRequest, BindResult, Binder};
@@ -305,9 +306,23 @@ impl Scheduler {
         self.dispatch(changes, now);
     }
 
-    /// Adds or updates a NodeMetric.
-    pub fn apply_node_metric(&mut self, metric: NodeMetric, now: Timestamp) {
-        let changes = self.cache.apply_node_metric(metric);
+    /// Adds or updates a NodeMetric. It is read once
+    /// ([`NodeUsageReport::read`]); the quantities that could not be read
+    /// (each plugin reads them as absent) are returned for the caller to
+    /// log.
+    pub fn apply_node_metric(&mut self, metric: NodeMetric, now: Timestamp) -> Vec<UsageReadError> {
+        let report = NodeUsageReport::read(&metric);
+        let errors = report.errors.clone();
+        self.apply_usage_report(report, now);
+        errors
+    }
+
+    /// Adds or updates a node's usage report: what
+    /// [`apply_node_metric`](Self::apply_node_metric) does with a NodeMetric
+    /// once read, for callers that have the numbers already (the
+    /// simulator).
+    pub fn apply_usage_report(&mut self, report: NodeUsageReport, now: Timestamp) {
+        let changes = self.cache.apply_node_metric(Arc::new(report));
         self.dispatch(changes, now);
     }
 

@@ -586,7 +586,7 @@ impl<'a> Run<'a> {
                 self.nodes.par_iter_mut().map(|n| manager::report(n, manager, now)).collect();
             observe(Event::Phase(Phase::Publish));
             for (n, report) in reports.into_iter().enumerate() {
-                self.scheduler.apply_node_metric(report.metric, now);
+                self.scheduler.apply_usage_report(report.metric, now);
                 if report.allocatable_changed {
                     self.allocatable_updates += 1;
                     let node = &mut self.nodes[n];

@@ -1,22 +1,22 @@
 //! The reporting cadence and the manager's act side in the simulator: every
-//! report interval a node's agent reports a NodeMetric (usage averaged over
-//! the window), and the manager's real `noderesource` computes its batch
-//! allocatable, written only when the real throttle
-//! ([`update_needed`]) says so.
+//! report interval a node's agent reports its usage (averaged over the
+//! window; what its NodeMetric would read as), and the manager's real
+//! `noderesource` computes its batch allocatable, written only when the
+//! real throttle ([`update_needed`]) says so.
 
-use kolo_api::crd::NodeMetric;
 use kolo_core::clock::Timestamp;
 use kolo_core::pod::PodView;
+use kolo_core::usage_report::NodeUsageReport;
 use kolo_manager::noderesource::{NodeInputs, calculate, update_needed};
 
 use crate::node::SimNode;
-use crate::objects::{PodUsage, node_metric};
+use crate::objects::{PodUsage, usage_report};
 
 /// What a report produced for one node.
 #[derive(Debug)]
 pub struct Report {
-    /// The NodeMetric the agent reports.
-    pub metric: NodeMetric,
+    /// The usage the agent reports (its NodeMetric, read).
+    pub metric: NodeUsageReport,
     /// Whether the manager changed the node's co-location resources.
     pub allocatable_changed: bool,
 }
@@ -40,7 +40,7 @@ pub fn report(node: &mut SimNode, manager: Option<bool>, now: Timestamp) -> Repo
         p.window_time = 0.0;
         usage
     });
-    let metric = node_metric(&node.name, (cpu, memory), system, pods, now);
+    let metric = usage_report(&node.name, (cpu, memory), system, pods, now);
     let Some(cluster_enabled) = manager else {
         return Report { metric, allocatable_changed: false };
     };

@@ -9,12 +9,10 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
-use kolo_agent::nodemetric::{cpu_quantity, memory_quantity};
-use kolo_api::crd::{
-    NodeMetric, NodeMetricInfo, NodeMetricSpec, NodeMetricStatus, PodMetricInfo, ResourceMap,
-};
-use kolo_api::names;
+use kolo_api::{PriorityClass, names};
 use kolo_core::clock::Timestamp;
+use kolo_core::resources::ResourceVector;
+use kolo_core::usage_report::{NodeUsageReport, PodUsage as ReportedPod};
 use kolo_manager::noderesource::ExtendedResources;
 
 /// The scheduler name every simulated pod asks for (the profiles' name).
@@ -160,7 +158,7 @@ pub fn bound(pod: &Pod, node: &str) -> Pod {
     pod
 }
 
-/// One pod's entry of a NodeMetric (window averages).
+/// One pod's entry of a usage report (window averages).
 #[derive(Debug, Clone, Copy)]
 pub struct PodUsage<'a> {
     /// Namespace.
@@ -175,63 +173,133 @@ pub struct PodUsage<'a> {
     pub memory: f64,
 }
 
-fn usage_map(cpu: f64, memory: f64) -> ResourceMap {
-    ResourceMap {
-        resources: Some(BTreeMap::from([
-            ("cpu".to_string(), cpu_quantity(cpu)),
-            ("memory".to_string(), memory_quantity(memory)),
-        ])),
-        devices: None,
-    }
-}
-
-/// A node's NodeMetric as its agent reports it: node, system and pod
-/// usage averaged over the report window, stamped `now`.
-pub fn node_metric<'p>(
+/// A node's usage report as its agent reports it, read
+/// ([`NodeUsageReport::read`]): node, system and pod usage averaged over
+/// the report window (CPU to the milli-core, memory to the byte), stamped
+/// `now`.
+///
+/// Built from the numbers directly: it is the report that reading the
+/// agent's NodeMetric gives (tested below), without formatting a thousand
+/// nodes' quantities into strings every minute for the components to parse
+/// back.
+pub fn usage_report<'p>(
     node: &str,
     node_usage: (f64, f64),
     system_usage: (f64, f64),
     pods: impl Iterator<Item = PodUsage<'p>>,
     now: Timestamp,
-) -> NodeMetric {
-    let pods_metric = pods
-        .map(|p| PodMetricInfo {
-            name: Some(p.name.to_string()),
-            namespace: Some(p.namespace.to_string()),
-            pod_usage: Some(usage_map(p.cpu, p.memory)),
-            priority: Some(
-                if p.batch { names::priority::BATCH } else { names::priority::PROD }.to_string(),
-            ),
-            qos: Some(if p.batch { "BE" } else { "LS" }.to_string()),
-            extensions: None,
-        })
-        .collect();
-    let mut metric = NodeMetric::new(node, NodeMetricSpec::default());
-    metric.status = Some(NodeMetricStatus {
-        update_time: Some(Time(now)),
-        node_metric: Some(NodeMetricInfo {
-            node_usage: Some(usage_map(node_usage.0, node_usage.1)),
-            aggregated_node_usages: None,
-            system_usage: Some(usage_map(system_usage.0, system_usage.1)),
-            aggregated_system_usages: None,
-            numa_usages: None,
-        }),
-        pods_metric: Some(pods_metric),
-        host_application_metric: None,
-        prod_reclaimable_metric: None,
-        prod_peak_metric: None,
-    });
-    metric
+) -> NodeUsageReport {
+    let vector = |(cpu, memory): (f64, f64)| {
+        ResourceVector::cpu_memory((cpu * 1000.0).round() as i64, memory.round() as i64)
+    };
+    NodeUsageReport {
+        node: node.to_owned(),
+        update_time: Some(now),
+        node_usage: Some(vector(node_usage)),
+        system_usage: vector(system_usage),
+        pods: pods
+            .map(|p| ReportedPod {
+                key: format!("{}/{}", p.namespace, p.name).into(),
+                priority: Some(if p.batch { PriorityClass::Batch } else { PriorityClass::Prod }),
+                usage: vector((p.cpu, p.memory)),
+            })
+            .collect(),
+        ..NodeUsageReport::default()
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use kolo_api::{PriorityClass, QoSClass};
+    use kolo_agent::nodemetric::{cpu_quantity, memory_quantity};
+    use kolo_api::QoSClass;
+    use kolo_api::crd::{
+        NodeMetric, NodeMetricInfo, NodeMetricSpec, NodeMetricStatus, PodMetricInfo, ResourceMap,
+    };
     use kolo_core::node::NodeView;
     use kolo_core::pod::PodView;
     use kolo_core::resources::ResourceName;
 
     use super::*;
+
+    fn usage_map(cpu: f64, memory: f64) -> ResourceMap {
+        ResourceMap {
+            resources: Some(BTreeMap::from([
+                ("cpu".to_string(), cpu_quantity(cpu)),
+                ("memory".to_string(), memory_quantity(memory)),
+            ])),
+            devices: None,
+        }
+    }
+
+    /// A node's NodeMetric as its agent reports it: node, system and pod
+    /// usage averaged over the report window, stamped `now`.
+    fn node_metric<'p>(
+        node: &str,
+        node_usage: (f64, f64),
+        system_usage: (f64, f64),
+        pods: impl Iterator<Item = PodUsage<'p>>,
+        now: Timestamp,
+    ) -> NodeMetric {
+        let pods_metric = pods
+            .map(|p| PodMetricInfo {
+                name: Some(p.name.to_string()),
+                namespace: Some(p.namespace.to_string()),
+                pod_usage: Some(usage_map(p.cpu, p.memory)),
+                priority: Some(
+                    if p.batch { names::priority::BATCH } else { names::priority::PROD }
+                        .to_string(),
+                ),
+                qos: Some(if p.batch { "BE" } else { "LS" }.to_string()),
+                extensions: None,
+            })
+            .collect();
+        let mut metric = NodeMetric::new(node, NodeMetricSpec::default());
+        metric.status = Some(NodeMetricStatus {
+            update_time: Some(Time(now)),
+            node_metric: Some(NodeMetricInfo {
+                node_usage: Some(usage_map(node_usage.0, node_usage.1)),
+                aggregated_node_usages: None,
+                system_usage: Some(usage_map(system_usage.0, system_usage.1)),
+                aggregated_system_usages: None,
+                numa_usages: None,
+            }),
+            pods_metric: Some(pods_metric),
+            host_application_metric: None,
+            prod_reclaimable_metric: None,
+            prod_peak_metric: None,
+        });
+        metric
+    }
+
+    #[test]
+    fn the_usage_report_is_what_the_agents_node_metric_reads_as() {
+        let now: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+        let pods = || {
+            [
+                PodUsage {
+                    namespace: "online",
+                    name: "web",
+                    batch: false,
+                    cpu: 1.2345,
+                    memory: 1.5e9,
+                },
+                PodUsage {
+                    namespace: "batch",
+                    name: "job",
+                    batch: true,
+                    cpu: 0.0004,
+                    memory: 1023.5,
+                },
+            ]
+            .into_iter()
+        };
+        let (node, system) = ((3.14259, 8.5e9), (0.25, 1e8));
+        let built = usage_report("n1", node, system, pods(), now);
+        let read = NodeUsageReport::read(&node_metric("n1", node, system, pods(), now));
+        assert_eq!(built, read);
+        assert_eq!(built.node_usage.unwrap().cpu(), 3143, "rounded to the milli-core");
+        assert_eq!(built.pods[1].usage.memory(), 1024, "rounded to the byte");
+    }
 
     #[test]
     fn components_read_the_objects_as_meant() {

@@ -26,6 +26,14 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+/// mimalloc instead of the system allocator: every component parses and
+/// builds Kubernetes objects (strings, maps) at a high rate, and the
+/// simulator does so for a thousand nodes per step. With glibc's malloc,
+/// allocation was a quarter of `kolo sim`'s CPU time (see
+/// docs/benchmarks.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// QoS-based co-location for Kubernetes: reclaim what latency-sensitive pods
 /// request but do not use, and run batch work on it safely.
 #[derive(Debug, Parser)]

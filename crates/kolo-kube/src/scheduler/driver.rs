@@ -177,7 +177,14 @@ impl SchedulingThread {
                 Change::Synced => self.synced(1, "pods"),
             },
             Update::NodeMetric(change) => match *change {
-                Change::Apply(metric) => self.scheduler.apply_node_metric(metric, now),
+                Change::Apply(metric) => {
+                    let name = metric.metadata.name.clone().unwrap_or_default();
+                    // Each unreadable quantity reads as absent (0); the rest
+                    // of the NodeMetric is used.
+                    for e in self.scheduler.apply_node_metric(metric, now) {
+                        tracing::warn!(nodemetric = %name, error = %e, "quantity read as 0");
+                    }
+                }
                 Change::Delete(name) => self.scheduler.remove_node_metric(&name, now),
                 Change::Synced => self.synced(2, "nodemetrics"),
             },

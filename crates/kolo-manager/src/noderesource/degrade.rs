@@ -12,8 +12,8 @@
 use std::fmt;
 
 use k8s_openapi::jiff::SignedDuration;
-use kolo_api::crd::NodeMetric;
 use kolo_core::clock::Timestamp;
+use kolo_core::usage_report::NodeUsageReport;
 use serde::Serialize;
 
 use crate::config::ColocationStrategy;
@@ -93,13 +93,12 @@ impl fmt::Display for ResetReason {
 /// fresh enough. Stale means `now > updateTime + degradeTimeMinutes`
 /// (strictly); an update time in the future (clock skew) is fresh.
 pub fn degrade_reason(
-    metric: Option<&NodeMetric>,
+    metric: Option<&NodeUsageReport>,
     strategy: &ColocationStrategy,
     now: Timestamp,
 ) -> Option<ResetReason> {
     let Some(metric) = metric else { return Some(ResetReason::NoNodeMetric) };
-    let Some(updated) = metric.status.as_ref().and_then(|s| s.update_time.as_ref()).map(|t| t.0)
-    else {
+    let Some(updated) = metric.update_time else {
         return Some(ResetReason::NoUpdateTime);
     };
     let limit = strategy.degrade_seconds();
@@ -114,17 +113,17 @@ pub fn degrade_reason(
 #[cfg(test)]
 mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-    use kolo_api::crd::NodeMetricStatus;
+    use kolo_api::crd::{NodeMetric, NodeMetricStatus};
 
     use super::*;
 
-    fn metric(updated: Option<&str>) -> NodeMetric {
+    fn metric(updated: Option<&str>) -> NodeUsageReport {
         let mut m = NodeMetric::new("n1", Default::default());
         m.status = Some(NodeMetricStatus {
             update_time: updated.map(|t| Time(t.parse().unwrap())),
             ..Default::default()
         });
-        m
+        NodeUsageReport::read(&m)
     }
 
     fn at(t: &str) -> Timestamp {
@@ -137,8 +136,7 @@ mod tests {
         let now = at("2026-01-01T01:00:00Z");
         assert_eq!(degrade_reason(None, &s, now), Some(ResetReason::NoNodeMetric));
         assert_eq!(degrade_reason(Some(&metric(None)), &s, now), Some(ResetReason::NoUpdateTime));
-        let mut no_status = metric(None);
-        no_status.status = None;
+        let no_status = NodeUsageReport::read(&NodeMetric::new("n1", Default::default()));
         assert_eq!(degrade_reason(Some(&no_status), &s, now), Some(ResetReason::NoUpdateTime));
         // Exactly 15 minutes old: not yet (the reference's `now.After(t + 15m)`).
         let m = metric(Some("2026-01-01T00:45:00Z"));

@@ -19,12 +19,12 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as KubeQuantity;
-use kolo_api::crd::NodeMetric;
-use kolo_api::crd::common::ResourceList;
+use kolo_api::PriorityClass;
 use kolo_api::names::annotation;
 use kolo_api::quantity::{parse_milli, parse_value};
 use kolo_core::node::NodeView;
-use kolo_core::resources::ResourceName;
+use kolo_core::resources::{ResourceName, ResourceVector};
+use kolo_core::usage_report::{NodeUsageReport, ReportPart};
 use serde::Deserialize;
 
 use super::amount::CpuMem;
@@ -37,6 +37,14 @@ pub struct MetricError {
     pub field: String,
     /// What is wrong (quotes the value).
     pub message: String,
+}
+
+/// CPU and memory of a report's vector, negative amounts clamped at 0.
+fn partial(v: &ResourceVector) -> Partial {
+    Partial {
+        cpu: v.get(ResourceName::Cpu).map(|c| c.max(0)),
+        memory: v.get(ResourceName::Memory).map(|m| m.max(0)),
+    }
 }
 
 /// CPU and memory of a resource list, each `None` when absent.
@@ -56,21 +64,6 @@ impl Partial {
     pub fn complete(self) -> Option<CpuMem> {
         Some(CpuMem::new(self.cpu?, self.memory?))
     }
-}
-
-/// Reads `cpu` (milli-cores, `MilliValue()`) and `memory` (bytes,
-/// `Value()`, rounded up) of a list, clamping negative amounts at 0.
-/// `field` is the list's path, for errors.
-pub(crate) fn read_list(list: Option<&ResourceList>, field: &str) -> Result<Partial, MetricError> {
-    let Some(list) = list else { return Ok(Partial::default()) };
-    let read = |key: &str, milli: bool| -> Result<Option<i64>, MetricError> {
-        let Some(q) = list.get(key) else { return Ok(None) };
-        let parsed = if milli { parse_milli(q) } else { parse_value(q) };
-        parsed
-            .map(|v| Some(v.max(0)))
-            .map_err(|e| MetricError { field: format!("{field}.{key}"), message: e.to_string() })
-    };
-    Ok(Partial { cpu: read("cpu", true)?, memory: read("memory", false)? })
 }
 
 /// One entry of `status.podsMetric`.
@@ -111,77 +104,42 @@ pub(crate) struct MetricInputs {
 }
 
 impl MetricInputs {
-    /// Reads a NodeMetric's status. Any malformed quantity is an error.
-    pub fn read(metric: &NodeMetric) -> Result<MetricInputs, MetricError> {
-        let Some(status) = metric.status.as_ref() else { return Ok(MetricInputs::default()) };
-        let node = status.node_metric.as_ref();
-        let system_usage = read_list(
-            node.and_then(|n| n.system_usage.as_ref()).and_then(|u| u.resources.as_ref()),
-            "status.nodeMetric.systemUsage.resources",
-        )?
-        .or_zero();
-        let node_usage = read_list(
-            node.and_then(|n| n.node_usage.as_ref()).and_then(|u| u.resources.as_ref()),
-            "status.nodeMetric.nodeUsage.resources",
-        )?;
-        // The reference treats a missing metric or a nil resource list as
-        // "no prodReclaimable" (0), an empty list included.
-        let prod_reclaimable = match status
-            .prod_reclaimable_metric
-            .as_ref()
-            .and_then(|m| m.resource.as_ref())
-            .and_then(|r| r.resources.as_ref())
-        {
-            None => None,
-            Some(list) => Some(
-                read_list(Some(list), "status.prodReclaimableMetric.resource.resources")?.or_zero(),
-            ),
-        };
-        let pods = status
-            .pods_metric
-            .iter()
-            .flatten()
-            .enumerate()
-            .map(|(i, p)| {
-                let usage = read_list(
-                    p.pod_usage.as_ref().and_then(|u| u.resources.as_ref()),
-                    &format!("status.podsMetric[{i}].podUsage.resources"),
-                )?
-                .or_zero();
-                Ok(PodMetric {
-                    key: format!(
-                        "{}/{}",
-                        p.namespace.as_deref().unwrap_or_default(),
-                        p.name.as_deref().unwrap_or_default()
-                    ),
-                    usage,
+    /// The formulas' inputs from a node's usage report. A CPU or memory
+    /// quantity that could not be read (other than in the aggregated
+    /// windows, which the formulas do not use) is an error: the first, in
+    /// the report's reading order.
+    pub fn read(report: &NodeUsageReport) -> Result<MetricInputs, MetricError> {
+        if let Some(e) = report.errors.iter().find(|e| {
+            e.part != ReportPart::AggregatedNodeUsage
+                && matches!(e.resource, ResourceName::Cpu | ResourceName::Memory)
+        }) {
+            return Err(MetricError { field: e.field.clone(), message: e.message.clone() });
+        }
+        Ok(MetricInputs {
+            system_usage: partial(&report.system_usage).or_zero(),
+            node_usage: report.node_usage.as_ref().map(partial).unwrap_or_default(),
+            prod_reclaimable: report.prod_reclaimable.as_ref().map(|r| partial(r).or_zero()),
+            pods: report
+                .pods
+                .iter()
+                .map(|p| PodMetric {
+                    key: p.key.to_string(),
+                    usage: partial(&p.usage).or_zero(),
                     low_priority: matches!(
-                        p.priority.as_deref(),
-                        Some(kolo_api::names::priority::BATCH | kolo_api::names::priority::FREE)
+                        p.priority,
+                        Some(PriorityClass::Batch | PriorityClass::Free)
                     ),
                 })
-            })
-            .collect::<Result<_, MetricError>>()?;
-        let host_apps = status
-            .host_application_metric
-            .iter()
-            .flatten()
-            .enumerate()
-            .map(|(i, app)| {
-                let usage = read_list(
-                    app.usage.as_ref().and_then(|u| u.resources.as_ref()),
-                    &format!("status.hostApplicationMetric[{i}].usage.resources"),
-                )?
-                .or_zero();
-                let priority = app
-                    .priority
-                    .as_deref()
-                    .and_then(|p| p.parse::<kolo_api::PriorityClass>().ok())
-                    .map(|c| c.default_priority());
-                Ok(HostApp { usage, priority })
-            })
-            .collect::<Result<_, MetricError>>()?;
-        Ok(MetricInputs { system_usage, node_usage, prod_reclaimable, pods, host_apps })
+                .collect(),
+            host_apps: report
+                .host_apps
+                .iter()
+                .map(|app| HostApp {
+                    usage: partial(&app.usage).or_zero(),
+                    priority: app.priority.map(PriorityClass::default_priority),
+                })
+                .collect(),
+        })
     }
 
     /// The summed usage of the host applications whose priority is above
@@ -340,6 +298,7 @@ mod tests {
     use kolo_core::pod::StringMap;
 
     use super::*;
+    use kolo_api::crd::NodeMetric;
 
     fn node_with(annotations: &[(&str, &str)]) -> NodeView {
         NodeView::new("n1").with_annotations(annotations.iter().copied().collect::<StringMap>())
@@ -420,7 +379,7 @@ mod tests {
             ]}
         }))
         .unwrap();
-        let err = MetricInputs::read(&metric).unwrap_err();
+        let err = MetricInputs::read(&NodeUsageReport::read(&metric)).unwrap_err();
         assert_eq!(err.field, "status.podsMetric[1].podUsage.resources.memory");
         assert!(err.message.contains("1.2.3"), "{err}");
     }
@@ -440,7 +399,7 @@ mod tests {
             }
         }))
         .unwrap();
-        let m = MetricInputs::read(&metric).unwrap();
+        let m = MetricInputs::read(&NodeUsageReport::read(&metric)).unwrap();
         assert_eq!(m.system_usage, CpuMem::new(0, 1 << 30));
         assert_eq!(m.prod_reclaimable, None);
         // Above batch (5500): prod 1 + mid 2 + unknown 8 = 11 cores.

@@ -43,6 +43,7 @@ use kolo_api::crd::NodeMetric;
 use kolo_core::clock::Timestamp;
 use kolo_core::node::NodeView;
 use kolo_core::pod::PodView;
+use kolo_core::usage_report::NodeUsageReport;
 use serde::Serialize;
 
 pub use self::amount::{CpuMem, Percents};
@@ -71,8 +72,9 @@ pub struct NodeInputs<'a> {
     pub node: &'a NodeView,
     /// The pods bound to it (`spec.nodeName`), in any phase.
     pub pods: &'a [&'a PodView],
-    /// Its NodeMetric (named after the node), if any.
-    pub metric: Option<&'a NodeMetric>,
+    /// Its NodeMetric (named after the node), if any, read
+    /// ([`NodeUsageReport::read`]).
+    pub metric: Option<&'a NodeUsageReport>,
     /// Its effective strategy ([`node_strategy`]).
     pub strategy: &'a ColocationStrategy,
     /// Whether the cluster-level `enable` is on: the reference's master
@@ -211,8 +213,14 @@ pub fn calculate_all<'a>(
             pods_by_node.entry(node).or_default().push(pod);
         }
     }
-    let metrics: HashMap<&str, &NodeMetric> =
-        metrics.into_iter().filter_map(|m| Some((m.metadata.name.as_deref()?, m))).collect();
+    let metrics: HashMap<String, NodeUsageReport> = metrics
+        .into_iter()
+        .filter(|m| m.metadata.name.is_some())
+        .map(|m| {
+            let report = NodeUsageReport::read(m);
+            (report.node.clone(), report)
+        })
+        .collect();
     let cluster_enabled = colocation.cluster.is_enabled();
     nodes
         .into_iter()
@@ -222,7 +230,7 @@ pub fn calculate_all<'a>(
             let mut result = calculate(&NodeInputs {
                 node,
                 pods,
-                metric: metrics.get(node.name()).copied(),
+                metric: metrics.get(node.name()),
                 strategy: &strategy,
                 cluster_enabled,
                 now,

@@ -130,10 +130,11 @@ fn run(
     strategy: &ColocationStrategy,
 ) -> NodeResource {
     let pods: Vec<&PodView> = pods.iter().collect();
+    let report = metric.map(NodeUsageReport::read);
     calculate(&NodeInputs {
         node,
         pods: &pods,
-        metric,
+        metric: report.as_ref(),
         strategy,
         cluster_enabled: true,
         now: now(),
@@ -600,6 +601,7 @@ fn mid_static_mode() {
 #[test]
 fn resets() {
     let (node, pods, metric) = spec_example();
+    let report = NodeUsageReport::read(&metric);
     let pod_refs: Vec<&PodView> = pods.iter().collect();
     let inputs = |metric, strategy, cluster_enabled| NodeInputs {
         node: &node,
@@ -616,17 +618,17 @@ fn resets() {
         assert!(r.batch.is_none() && r.mid.is_none());
         r.reset.unwrap()
     };
-    assert_eq!(reset(inputs(Some(&metric), &s, false)), ResetReason::ClusterDisabled);
+    assert_eq!(reset(inputs(Some(&report), &s, false)), ResetReason::ClusterDisabled);
     let off = ColocationStrategy { enable: Some(false), ..s.clone() };
-    assert_eq!(reset(inputs(Some(&metric), &off, true)), ResetReason::NodeDisabled);
+    assert_eq!(reset(inputs(Some(&report), &off, true)), ResetReason::NodeDisabled);
     let unset = ColocationStrategy { enable: None, ..s.clone() };
-    assert_eq!(reset(inputs(Some(&metric), &unset, true)), ResetReason::NodeDisabled);
+    assert_eq!(reset(inputs(Some(&report), &unset, true)), ResetReason::NodeDisabled);
     assert_eq!(reset(inputs(None, &s, true)), ResetReason::NoNodeMetric);
     let stale = {
         let mut m = metric.clone();
         m.status.as_mut().unwrap().update_time =
             Some(Time("2026-11-22T03:44:59Z".parse().unwrap()));
-        m
+        NodeUsageReport::read(&m)
     };
     assert!(matches!(
         reset(inputs(Some(&stale), &s, true)),
@@ -636,7 +638,7 @@ fn resets() {
         let mut m = metric.clone();
         m.status.as_mut().unwrap().node_metric.as_mut().unwrap().system_usage =
             serde_json::from_value(json!({"resources": {"cpu": "many"}})).unwrap();
-        m
+        NodeUsageReport::read(&m)
     };
     assert!(matches!(
         reset(inputs(Some(&malformed), &s, true)),
@@ -646,7 +648,7 @@ fn resets() {
         ResourceVector::EMPTY.with(kolo_core::resources::ResourceName::Cpu, 4_000),
         ResourceVector::EMPTY,
     );
-    let r = calculate(&NodeInputs { node: &no_memory, ..inputs(Some(&metric), &s, true) });
+    let r = calculate(&NodeInputs { node: &no_memory, ..inputs(Some(&report), &s, true) });
     assert_eq!(r.reset, Some(ResetReason::NoCapacity { missing: "memory" }));
     // The status patch of a reset deletes all four resources.
     let patch = r.resources.status_patch();

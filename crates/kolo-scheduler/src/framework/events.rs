@@ -1,7 +1,9 @@
 //! Changes to the cluster the scheduler sees, as plugins receive them.
 
-use kolo_api::crd::NodeMetric;
+use std::sync::Arc;
+
 use kolo_core::clock::Timestamp;
+use kolo_core::usage_report::NodeUsageReport;
 
 use super::{NodeId, NodeInfo, PodInfo};
 
@@ -46,8 +48,8 @@ pub enum ClusterEvent<'a> {
     NodeMetricUpdated {
         /// The node it describes.
         node: &'a NodeInfo,
-        /// The metric.
-        metric: &'a NodeMetric,
+        /// The metric, read ([`NodeUsageReport::read`]).
+        metric: &'a Arc<NodeUsageReport>,
     },
     /// A node's NodeMetric was deleted.
     NodeMetricRemoved {

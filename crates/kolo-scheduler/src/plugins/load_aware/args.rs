@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
-use kolo_api::crd::{AggregationType, parse_go_duration};
+use kolo_api::crd::parse_go_duration;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// The name of the only estimator (also selected by an empty `estimator`).
@@ -308,18 +308,8 @@ fn check_aggregation_type(field: &'static str, value: &str) -> Result<(), LoadAw
 }
 
 /// The statistic a NodeMetric key names (`avg`, `p50`, `p90`, `p95`,
-/// `p99`).
-pub fn parse_aggregation_type(value: &str) -> Option<AggregationType> {
-    [
-        AggregationType::Avg,
-        AggregationType::P50,
-        AggregationType::P90,
-        AggregationType::P95,
-        AggregationType::P99,
-    ]
-    .into_iter()
-    .find(|t| t.as_str() == value)
-}
+/// `p99`): the same reading the NodeMetric itself gets.
+pub use kolo_core::usage_report::aggregation_type as parse_aggregation_type;
 
 /// Formats a duration as Go's `time.Duration.String` does for whole and
 /// fractional seconds (`0s`, `30s`, `5m0s`, `1h0m0s`, `1.5s`).

@@ -8,18 +8,19 @@
 //! pod is young, see [`NodeLoad::add_pod`]).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kolo_api::PriorityClass;
-use kolo_api::crd::{AggregationType, NodeMetric, parse_go_duration};
+use kolo_api::crd::{AggregationType, NodeMetric};
 use kolo_api::names::annotation::RESERVE_POD;
 use kolo_core::pod::PodView;
+use kolo_core::usage_report::{NodeUsageReport, ReportPart, UsageReadError};
 
-use super::args::parse_aggregation_type;
 use super::config::LoadAwareConfig;
 use super::estimator::{EstimationAnnotationError, estimation_windows};
-use super::vector::{BadQuantity, LoadVector};
+use super::vector::LoadVector;
 
 /// Report interval assumed when a NodeMetric does not state one.
 pub const DEFAULT_REPORT_INTERVAL: Duration = Duration::from_secs(60);
@@ -196,9 +197,21 @@ struct MetricState {
     node_usage: Option<LoadVector>,
     /// By [`agg_index`].
     aggregated: [AggregatedSeries; 5],
-    pod_usages: HashMap<Box<str>, PodUsage>,
+    /// Indexes into `report.pods` with their usage, sorted by pod key.
+    pod_usages: Vec<(u32, PodUsage)>,
     /// Where the Prod usage starts: `systemUsage` or zero.
     base_prod_usage: LoadVector,
+    /// The report (it owns the pod keys).
+    report: Arc<NodeUsageReport>,
+}
+
+impl MetricState {
+    /// The measured usage of the pod `namespace/name`.
+    fn pod_usage(&self, key: &str) -> Option<&PodUsage> {
+        let pods = &self.report.pods;
+        let found = self.pod_usages.binary_search_by(|(i, _)| (*pods[*i as usize].key).cmp(key));
+        found.ok().map(|j| &self.pod_usages[j].1)
+    }
 }
 
 fn agg_index(t: AggregationType) -> usize {
@@ -213,14 +226,12 @@ fn agg_index(t: AggregationType) -> usize {
 
 /// A quantity of a NodeMetric that did not parse; it was read as 0.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("NodeMetric {node}: {field}: {error}; read as 0")]
+#[error("NodeMetric {node}: {error}; read as 0")]
 pub struct NodeMetricReadError {
     /// `metadata.name`.
     pub node: String,
-    /// Where the list is, e.g. `status.nodeMetric.nodeUsage`.
-    pub field: String,
-    /// The bad quantity.
-    pub error: BadQuantity,
+    /// The bad quantity and where it is.
+    pub error: UsageReadError,
 }
 
 /// A pod's share of the node's running sums (spec §1.4 `addPod`).
@@ -258,113 +269,92 @@ impl NodeLoad {
         NodeLoad::default()
     }
 
-    /// Stores a new NodeMetric and re-accounts every pod against it.
-    ///
-    /// Kept: `nodeUsage`, each `aggregatedNodeUsages` window (a window whose
-    /// duration does not parse is skipped), the `podsMetric` usages and which
-    /// pods it reports as `koord-prod`, `updateTime`, the report interval
-    /// (default 60 s) and, with `prodUsageIncludeSys`, `systemUsage` as the
-    /// start of the Prod usage.
+    /// Stores a new NodeMetric and re-accounts every pod against it: reads
+    /// it ([`NodeUsageReport::read`]) and calls
+    /// [`set_usage_report`](Self::set_usage_report).
     ///
     /// The metric is applied even if some quantity is malformed: that
-    /// quantity reads as 0, and the first such problem is returned for
-    /// logging.
+    /// quantity reads as 0, and the first such problem among the fields
+    /// this plugin reads is returned for logging.
     pub fn set_node_metric(
         &mut self,
         metric: &NodeMetric,
         cfg: &LoadAwareConfig,
     ) -> Option<NodeMetricReadError> {
+        let report = Arc::new(NodeUsageReport::read(metric));
         let layout = cfg.layout();
-        let mut first_error: Option<NodeMetricReadError> = None;
-        let node = metric.metadata.name.as_deref().unwrap_or_default();
-        let mut read = |field: &dyn Fn() -> String,
-                        list: Option<&kolo_api::crd::ResourceList>|
-         -> LoadVector {
-            let Some(list) = list else { return LoadVector::ZERO };
-            let (v, error) = layout.vector_from_list(list);
-            if let Some(error) = error
-                && first_error.is_none()
-            {
-                first_error =
-                    Some(NodeMetricReadError { node: node.to_owned(), field: field(), error });
-            }
-            v
-        };
-
-        let status = metric.status.as_ref();
-        let update_time = status.and_then(|s| s.update_time.as_ref()).map(|t| t.0);
-        let report_interval = metric
-            .spec
-            .metric_collect_policy
-            .as_ref()
-            .and_then(|p| p.report_interval_seconds)
-            .map_or(SignedDuration::try_from(DEFAULT_REPORT_INTERVAL).unwrap_or_default(), |s| {
-                SignedDuration::from_secs(s)
-            });
-        let fresh_after =
-            update_time.map(|t| t.saturating_sub(report_interval).unwrap_or(Timestamp::MIN));
-
-        let info = status.and_then(|s| s.node_metric.as_ref());
-        let node_usage = info.map(|info| {
-            read(
-                &|| "status.nodeMetric.nodeUsage".to_owned(),
-                info.node_usage.as_ref().and_then(|u| u.resources.as_ref()),
-            )
-        });
-        let mut aggregated: [AggregatedSeries; 5] = Default::default();
-        for (i, entry) in info
-            .and_then(|i| i.aggregated_node_usages.as_deref())
-            .unwrap_or_default()
+        let first_error = report
+            .errors
             .iter()
-            .enumerate()
-        {
-            let Some(duration) = entry.duration.as_deref().and_then(parse_go_duration) else {
-                continue;
-            };
-            for (name, usage) in entry.usage.iter().flatten() {
-                let Some(t) = parse_aggregation_type(name) else { continue };
-                let v = read(
-                    &|| format!("status.nodeMetric.aggregatedNodeUsages[{i}].usage.{name}"),
-                    usage.resources.as_ref(),
-                );
-                aggregated[agg_index(t)].insert(duration, v);
-            }
+            .find(|e| {
+                let read = match e.part {
+                    ReportPart::NodeUsage | ReportPart::AggregatedNodeUsage | ReportPart::Pod => {
+                        true
+                    }
+                    ReportPart::SystemUsage => cfg.args().prod_usage_include_sys,
+                    ReportPart::ProdReclaimable | ReportPart::HostApp => false,
+                };
+                read && layout.index_of(e.resource).is_some()
+            })
+            .map(|e| NodeMetricReadError { node: report.node.clone(), error: e.clone() });
+        self.set_usage_report(report, cfg);
+        first_error
+    }
+
+    /// Stores a node's new usage report and re-accounts every pod against
+    /// it.
+    ///
+    /// Kept: the node usage, each aggregated window, the pods' usages and
+    /// which pods it reports as `koord-prod`, the update time, the report
+    /// interval (default 60 s) and, with `prodUsageIncludeSys`, the system
+    /// usage as the start of the Prod usage. Resources this plugin does not
+    /// track are dropped; missing ones are 0.
+    pub fn set_usage_report(&mut self, report: Arc<NodeUsageReport>, cfg: &LoadAwareConfig) {
+        let layout = cfg.layout();
+        let report_interval = report
+            .report_interval
+            .unwrap_or(SignedDuration::try_from(DEFAULT_REPORT_INTERVAL).unwrap_or_default());
+        let fresh_after =
+            report.update_time.map(|t| t.saturating_sub(report_interval).unwrap_or(Timestamp::MIN));
+        let mut aggregated: [AggregatedSeries; 5] = Default::default();
+        for a in &report.aggregated_node_usages {
+            aggregated[agg_index(a.statistic)].insert(a.duration, layout.vector(&a.usage));
         }
         let base_prod_usage = if cfg.args().prod_usage_include_sys {
-            read(
-                &|| "status.nodeMetric.systemUsage".to_owned(),
-                info.and_then(|i| i.system_usage.as_ref()).and_then(|u| u.resources.as_ref()),
-            )
+            layout.vector(&report.system_usage)
         } else {
             LoadVector::ZERO
         };
-        let mut pod_usages = HashMap::new();
-        for (i, pm) in
-            status.and_then(|s| s.pods_metric.as_deref()).unwrap_or_default().iter().enumerate()
-        {
-            let key = format!(
-                "{}/{}",
-                pm.namespace.as_deref().unwrap_or_default(),
-                pm.name.as_deref().unwrap_or_default()
-            );
-            let usage = read(
-                &|| format!("status.podsMetric[{i}].podUsage"),
-                pm.pod_usage.as_ref().and_then(|u| u.resources.as_ref()),
-            );
-            let prod = pm.priority.as_deref() == Some(PriorityClass::Prod.as_str());
-            pod_usages.insert(key.into_boxed_str(), PodUsage { usage, prod });
-        }
-
+        // Sorted by key for look-ups without a map of owned keys; of a key
+        // reported twice, the later entry counts (as a map insert would).
+        let mut order: Vec<u32> = (0..report.pods.len() as u32).collect();
+        order.sort_unstable_by(|&a, &b| {
+            report.pods[a as usize].key.cmp(&report.pods[b as usize].key).then(b.cmp(&a))
+        });
+        order.dedup_by(|a, b| report.pods[*a as usize].key == report.pods[*b as usize].key);
+        let pod_usages = order
+            .into_iter()
+            .map(|i| {
+                let pod = &report.pods[i as usize];
+                (
+                    i,
+                    PodUsage {
+                        usage: layout.vector(&pod.usage),
+                        prod: pod.priority == Some(PriorityClass::Prod),
+                    },
+                )
+            })
+            .collect();
         self.metric = Some(MetricState {
-            update_time,
+            update_time: report.update_time,
             fresh_after,
-            node_usage,
+            node_usage: report.node_usage.as_ref().map(|u| layout.vector(u)),
             aggregated,
             pod_usages,
             base_prod_usage,
+            report,
         });
         self.recompute();
-        first_error
     }
 
     /// Forgets the NodeMetric (it was deleted); pods stay.
@@ -519,7 +509,7 @@ impl NodeLoad {
 /// The `addPod` rule of spec §1.4 for one pod (see [`NodeLoad::add_pod`]).
 fn contribution(key: &str, pod: &PodEntry, metric: Option<&MetricState>) -> Contribution {
     let mut c = Contribution::default();
-    let measured = metric.and_then(|m| m.pod_usages.get(key));
+    let measured = metric.and_then(|m| m.pod_usage(key));
     let usage = measured.map(|m| m.usage);
     let active_prod = pod.prod && measured.is_some_and(|m| m.prod);
     if active_prod && let Some(u) = &usage {
@@ -789,8 +779,8 @@ mod tests {
         m.metadata.name = Some("node-1".into());
         let mut load = NodeLoad::new();
         let err = load.set_node_metric(&m, &c).unwrap();
-        assert_eq!(err.field, "status.nodeMetric.nodeUsage");
-        assert!(err.to_string().starts_with("NodeMetric node-1: status.nodeMetric.nodeUsage:"));
+        assert_eq!(err.error.field, "status.nodeMetric.nodeUsage.resources.memory");
+        assert!(err.to_string().starts_with("NodeMetric node-1: status.nodeMetric.nodeUsage."));
         assert_eq!(load.existing_usage(false, None), Some(v(10_000, 0)));
     }
 

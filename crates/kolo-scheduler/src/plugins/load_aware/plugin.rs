@@ -240,7 +240,7 @@ impl ClusterEventHandler for LoadAwareScheduling {
             }
             ClusterEvent::NodeMetricUpdated { node, metric } => {
                 let cfg = self.cfg.clone();
-                self.node_mut(node).load.set_node_metric(metric, &cfg);
+                self.node_mut(node).load.set_usage_report(metric.clone(), &cfg);
             }
             ClusterEvent::NodeMetricRemoved { node } => {
                 if let Some(Some(state)) = self.nodes.get_mut(node.id().index()) {

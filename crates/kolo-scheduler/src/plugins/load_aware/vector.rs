@@ -12,8 +12,6 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity as KubeQuantity;
-use kolo_api::quantity::{QuantityError, parse_milli, parse_value};
 use kolo_core::resources::{ResourceName, ResourceVector};
 
 /// Most distinct resources the plugin tracks.
@@ -100,16 +98,6 @@ impl fmt::Debug for LoadVector {
         let used = self.0.iter().rposition(|&v| v != 0).map_or(0, |i| i + 1);
         f.debug_list().entries(&self.0[..used]).finish()
     }
-}
-
-/// A quantity in a Kubernetes resource list that does not parse.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("resource {resource:?}: {error}")]
-pub struct BadQuantity {
-    /// The resource name as written.
-    pub resource: String,
-    /// What is wrong (quotes the value).
-    pub error: QuantityError,
 }
 
 /// The plugin's resources in vector order (spec §1.2): `cpu`, `memory` and
@@ -210,34 +198,6 @@ impl ResourceLayout {
         }
         out
     }
-
-    /// A Kubernetes resource list in this layout: `cpu` with
-    /// `milli_value()`, everything else with `value()`; names the plugin does
-    /// not track are ignored.
-    ///
-    /// A malformed quantity reads as 0 and the first one is returned beside
-    /// the vector, so that one bad value in a NodeMetric written by some
-    /// other agent degrades that resource instead of the whole node.
-    pub fn vector_from_list(
-        &self,
-        list: &BTreeMap<String, KubeQuantity>,
-    ) -> (LoadVector, Option<BadQuantity>) {
-        let mut out = LoadVector::ZERO;
-        let mut first_error = None;
-        for (key, quantity) in list {
-            let Some(name) = ResourceName::lookup(key) else { continue };
-            let Some(slot) = self.index_of(name) else { continue };
-            let parsed =
-                if name.is_milli() { parse_milli(quantity) } else { parse_value(quantity) };
-            match parsed {
-                Ok(v) => out.0[slot] = v,
-                Err(error) => {
-                    first_error.get_or_insert(BadQuantity { resource: key.clone(), error });
-                }
-            }
-        }
-        (out, first_error)
-    }
 }
 
 impl fmt::Debug for ResourceLayout {
@@ -250,10 +210,6 @@ impl fmt::Debug for ResourceLayout {
 mod tests {
     use super::*;
     use kolo_api::names::resource::{BATCH_CPU, BATCH_CPU_DEPRECATED};
-
-    fn q(s: &str) -> KubeQuantity {
-        KubeQuantity(s.to_owned())
-    }
 
     #[test]
     fn layout_sorts_by_name_and_folds_aliases() {
@@ -278,26 +234,15 @@ mod tests {
     }
 
     #[test]
-    fn list_reads_cpu_milli_others_value_and_reports_bad_quantity() {
+    fn a_resource_vector_keeps_the_tracked_resources_in_layout_order() {
         let layout =
             ResourceLayout::new([ResourceName::Cpu, ResourceName::Memory, ResourceName::BatchCpu])
                 .unwrap();
-        let list: BTreeMap<String, KubeQuantity> = [
-            ("cpu".to_owned(), q("1500m")),
-            ("memory".to_owned(), q("1Ki")),
-            (BATCH_CPU.to_owned(), q("25000")),
-            ("pods".to_owned(), q("110")),
-        ]
-        .into();
-        let (v, err) = layout.vector_from_list(&list);
-        assert_eq!(v.0[..3], [1500, 25000, 1024]);
-        assert!(err.is_none());
-
-        let bad: BTreeMap<String, KubeQuantity> =
-            [("cpu".to_owned(), q("lots")), ("memory".to_owned(), q("2"))].into();
-        let (v, err) = layout.vector_from_list(&bad);
-        assert_eq!(v.0[..3], [0, 0, 2]);
-        assert_eq!(err.unwrap().resource, "cpu");
+        let v = ResourceVector::cpu_memory(1500, 1024)
+            .with(ResourceName::BatchCpu, 25_000)
+            .with(ResourceName::Pods, 110);
+        assert_eq!(layout.vector(&v).0[..4], [1500, 25_000, 1024, 0]);
+        assert_eq!(layout.vector(&ResourceVector::EMPTY), LoadVector::ZERO);
     }
 
     #[test]
