@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Container, Pod};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as KubeQuantity;
@@ -177,8 +178,11 @@ impl<K: Into<Box<str>>, V: Into<Box<str>>> FromIterator<(K, V)> for StringMap {
 /// simulator can also start from [`PodView::new`] and the `with_*` methods.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PodView {
-    namespace: Box<str>,
-    name: Box<str>,
+    /// `namespace/name`, built once: the key NodeMetrics, caches and the
+    /// simulator look pods up by, thousands of times a second.
+    key: Arc<str>,
+    /// Where the name starts in `key`.
+    name_at: u32,
     uid: Box<str>,
     node_name: Option<Box<str>>,
     scheduler_name: Option<Box<str>>,
@@ -194,6 +198,14 @@ pub struct PodView {
     limits: ResourceVector,
     labels: StringMap,
     annotations: StringMap,
+}
+
+fn pod_key(namespace: &str, name: &str) -> Arc<str> {
+    let mut key = String::with_capacity(namespace.len() + 1 + name.len());
+    key.push_str(namespace);
+    key.push('/');
+    key.push_str(name);
+    key.into()
 }
 
 impl PodView {
@@ -237,8 +249,8 @@ impl PodView {
             }))
         });
         Ok(PodView {
-            namespace: namespace.into(),
-            name: name.into(),
+            key: pod_key(namespace, name),
+            name_at: namespace.len() as u32 + 1,
             uid: meta.uid.as_deref().unwrap_or_default().into(),
             node_name: spec
                 .and_then(|s| s.node_name.as_deref())
@@ -269,8 +281,8 @@ impl PodView {
     /// the `with_*` methods.
     pub fn new(namespace: &str, name: &str) -> PodView {
         PodView {
-            namespace: namespace.into(),
-            name: name.into(),
+            key: pod_key(namespace, name),
+            name_at: namespace.len() as u32 + 1,
             uid: "".into(),
             node_name: None,
             scheduler_name: None,
@@ -291,17 +303,22 @@ impl PodView {
 
     /// `metadata.namespace` (empty if the object had none).
     pub fn namespace(&self) -> &str {
-        &self.namespace
+        &self.key[..self.name_at as usize - 1]
     }
 
     /// `metadata.name`.
     pub fn name(&self) -> &str {
-        &self.name
+        &self.key[self.name_at as usize..]
     }
 
     /// `namespace/name`, the key NodeMetric's `podsMetric` uses.
-    pub fn key(&self) -> String {
-        format!("{}/{}", self.namespace, self.name)
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// [`key`](Self::key), shared.
+    pub fn shared_key(&self) -> &Arc<str> {
+        &self.key
     }
 
     /// `metadata.uid` (empty if the object had none).

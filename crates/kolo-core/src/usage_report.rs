@@ -17,6 +17,7 @@
 //! can ask for them.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as KubeQuantity;
@@ -70,8 +71,9 @@ pub struct AggregatedNodeUsage {
 /// One pod's usage.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PodUsage {
-    /// `namespace/name`.
-    pub key: Box<str>,
+    /// `namespace/name` (shared with the pod's [`PodView`](crate::pod::PodView)
+    /// where the reporter has one).
+    pub key: Arc<str>,
     /// The reported priority class; `None` when empty or unknown.
     pub priority: Option<PriorityClass>,
     /// The usage (absent list: empty).

@@ -29,8 +29,7 @@ pub fn report(node: &mut SimNode, manager: Option<bool>, now: Timestamp) -> Repo
     let pods = node.pods.iter_mut().map(|p| {
         let t = p.window_time.max(1e-9);
         let usage = PodUsage {
-            namespace: p.view.namespace(),
-            name: p.view.name(),
+            view: &p.view,
             batch: p.is_be(),
             cpu: p.window_cpu / t / 1000.0,
             memory: p.window_memory / t,

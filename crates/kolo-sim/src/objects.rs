@@ -11,6 +11,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kolo_api::{PriorityClass, names};
 use kolo_core::clock::Timestamp;
+use kolo_core::pod::PodView;
 use kolo_core::resources::ResourceVector;
 use kolo_core::usage_report::{NodeUsageReport, PodUsage as ReportedPod};
 use kolo_manager::noderesource::ExtendedResources;
@@ -161,10 +162,8 @@ pub fn bound(pod: &Pod, node: &str) -> Pod {
 /// One pod's entry of a usage report (window averages).
 #[derive(Debug, Clone, Copy)]
 pub struct PodUsage<'a> {
-    /// Namespace.
-    pub namespace: &'a str,
-    /// Name.
-    pub name: &'a str,
+    /// The pod.
+    pub view: &'a PodView,
     /// Whether the pod is koord-batch (reported with that priority).
     pub batch: bool,
     /// Average CPU, cores.
@@ -199,7 +198,7 @@ pub fn usage_report<'p>(
         system_usage: vector(system_usage),
         pods: pods
             .map(|p| ReportedPod {
-                key: format!("{}/{}", p.namespace, p.name).into(),
+                key: p.view.shared_key().clone(),
                 priority: Some(if p.batch { PriorityClass::Batch } else { PriorityClass::Prod }),
                 usage: vector((p.cpu, p.memory)),
             })
@@ -242,8 +241,8 @@ mod tests {
     ) -> NodeMetric {
         let pods_metric = pods
             .map(|p| PodMetricInfo {
-                name: Some(p.name.to_string()),
-                namespace: Some(p.namespace.to_string()),
+                name: Some(p.view.name().to_string()),
+                namespace: Some(p.view.namespace().to_string()),
                 pod_usage: Some(usage_map(p.cpu, p.memory)),
                 priority: Some(
                     if p.batch { names::priority::BATCH } else { names::priority::PROD }
@@ -274,22 +273,11 @@ mod tests {
     #[test]
     fn the_usage_report_is_what_the_agents_node_metric_reads_as() {
         let now: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+        let (web, job) = (PodView::new("online", "web"), PodView::new("batch", "job"));
         let pods = || {
             [
-                PodUsage {
-                    namespace: "online",
-                    name: "web",
-                    batch: false,
-                    cpu: 1.2345,
-                    memory: 1.5e9,
-                },
-                PodUsage {
-                    namespace: "batch",
-                    name: "job",
-                    batch: true,
-                    cpu: 0.0004,
-                    memory: 1023.5,
-                },
+                PodUsage { view: &web, batch: false, cpu: 1.2345, memory: 1.5e9 },
+                PodUsage { view: &job, batch: true, cpu: 0.0004, memory: 1023.5 },
             ]
             .into_iter()
         };

@@ -209,11 +209,11 @@ pub fn apply(
             m if m > 0 => m,
             _ => DEFAULT_MEMORY_REQUEST_BYTES,
         };
-        let measured = usage.get(&view.key());
+        let measured = usage.get(view.key());
         let mean_cpu = measured.and_then(|u| u.get(ResourceName::Cpu));
         imported.measured += usize::from(mean_cpu.is_some());
         pods.push(FixedLsPod {
-            name: view.key(),
+            name: view.key().to_owned(),
             cpu: cpu as f64 / 1000.0,
             memory_gib: memory as f64 / GIB,
             mean_cpu_cores: mean_cpu.map(|m| m as f64 / 1000.0),

@@ -165,7 +165,7 @@ fn accumulate(pods: &[&PodView], metric: &MetricInputs) -> (CpuMem, CpuMem, CpuM
     // as the reference's map does.
     let mut by_key: HashMap<&str, (usize, bool)> = HashMap::with_capacity(metric.pods.len());
     for (i, m) in metric.pods.iter().enumerate() {
-        by_key.insert(m.key.as_str(), (i, false));
+        by_key.insert(&m.key, (i, false));
     }
     let (mut request_sum, mut used, mut max_used_req) = (CpuMem::ZERO, CpuMem::ZERO, CpuMem::ZERO);
     for pod in pods {
@@ -173,7 +173,7 @@ fn accumulate(pods: &[&PodView], metric: &MetricInputs) -> (CpuMem, CpuMem, CpuM
             PodPhase::Running | PodPhase::Pending => {}
             PodPhase::Succeeded | PodPhase::Failed => {
                 // Deviation: consume the metric of an exited pod.
-                if let Some(entry) = by_key.get_mut(pod.key().as_str()) {
+                if let Some(entry) = by_key.get_mut(pod.key()) {
                     entry.1 = true;
                 }
                 terms.terminated += 1;
@@ -184,7 +184,7 @@ fn accumulate(pods: &[&PodView], metric: &MetricInputs) -> (CpuMem, CpuMem, CpuM
                 continue;
             }
         }
-        let usage = by_key.get_mut(pod.key().as_str()).map(|entry| {
+        let usage = by_key.get_mut(pod.key()).map(|entry| {
             entry.1 = true;
             metric.pods[entry.0].usage
         });

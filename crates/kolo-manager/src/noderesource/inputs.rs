@@ -17,6 +17,7 @@
 //! *raise* batch allocatable.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as KubeQuantity;
 use kolo_api::PriorityClass;
@@ -70,7 +71,7 @@ impl Partial {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct PodMetric {
     /// `namespace/name`.
-    pub key: String,
+    pub key: Arc<str>,
     /// The usage (cpu and memory; absent as 0).
     pub usage: CpuMem,
     /// Whether `priority` is `koord-batch` or `koord-free`. An empty or
@@ -123,7 +124,7 @@ impl MetricInputs {
                 .pods
                 .iter()
                 .map(|p| PodMetric {
-                    key: p.key.to_string(),
+                    key: p.key.clone(),
                     usage: partial(&p.usage).or_zero(),
                     low_priority: matches!(
                         p.priority,

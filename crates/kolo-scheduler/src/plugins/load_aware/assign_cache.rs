@@ -83,7 +83,7 @@ impl AssignedPod {
             _ => None,
         };
         AssignedPod {
-            key: pod.key().into_boxed_str(),
+            key: pod.key().into(),
             entry: PodEntry {
                 prod: pod.priority_class() == PriorityClass::Prod,
                 estimate: (!estimate.is_zero()).then_some(estimate),
@@ -197,22 +197,17 @@ struct MetricState {
     node_usage: Option<LoadVector>,
     /// By [`agg_index`].
     aggregated: [AggregatedSeries; 5],
-    /// Indexes into `report.pods` with their usage, sorted by pod key.
-    pod_usages: Vec<(u32, PodUsage)>,
+    /// By pod key (shared with the report).
+    pod_usages: FastMap<Arc<str>, PodUsage>,
     /// Where the Prod usage starts: `systemUsage` or zero.
     base_prod_usage: LoadVector,
-    /// The report (it owns the pod keys).
-    report: Arc<NodeUsageReport>,
 }
 
-impl MetricState {
-    /// The measured usage of the pod `namespace/name`.
-    fn pod_usage(&self, key: &str) -> Option<&PodUsage> {
-        let pods = &self.report.pods;
-        let found = self.pod_usages.binary_search_by(|(i, _)| (*pods[*i as usize].key).cmp(key));
-        found.ok().map(|j| &self.pod_usages[j].1)
-    }
-}
+/// A map keyed by pod keys, looked up for every assigned pod whenever a
+/// node's metric arrives (a thousand nodes a minute in `kolo sim`): a fast
+/// hash instead of SipHash, whose flooding resistance buys nothing for
+/// keys that come from the cluster's own objects.
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
 
 fn agg_index(t: AggregationType) -> usize {
     match t {
@@ -251,7 +246,7 @@ struct Contribution {
 /// does not matter.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NodeLoad {
-    pods: HashMap<Box<str>, PodEntry>,
+    pods: FastMap<Box<str>, PodEntry>,
     metric: Option<MetricState>,
     /// Usage of the active Prod pods, plus the base (system usage).
     prod_usage: LoadVector,
@@ -325,24 +320,16 @@ impl NodeLoad {
         } else {
             LoadVector::ZERO
         };
-        // Sorted by key for look-ups without a map of owned keys; of a key
-        // reported twice, the later entry counts (as a map insert would).
-        let mut order: Vec<u32> = (0..report.pods.len() as u32).collect();
-        order.sort_unstable_by(|&a, &b| {
-            report.pods[a as usize].key.cmp(&report.pods[b as usize].key).then(b.cmp(&a))
-        });
-        order.dedup_by(|a, b| report.pods[*a as usize].key == report.pods[*b as usize].key);
-        let pod_usages = order
-            .into_iter()
-            .map(|i| {
-                let pod = &report.pods[i as usize];
-                (
-                    i,
-                    PodUsage {
-                        usage: layout.vector(&pod.usage),
-                        prod: pod.priority == Some(PriorityClass::Prod),
-                    },
-                )
+        // Of a key reported twice, the later entry counts.
+        let pod_usages = report
+            .pods
+            .iter()
+            .map(|pod| {
+                let usage = PodUsage {
+                    usage: layout.vector(&pod.usage),
+                    prod: pod.priority == Some(PriorityClass::Prod),
+                };
+                (pod.key.clone(), usage)
             })
             .collect();
         self.metric = Some(MetricState {
@@ -352,7 +339,6 @@ impl NodeLoad {
             aggregated,
             pod_usages,
             base_prod_usage,
-            report,
         });
         self.recompute();
     }
@@ -509,7 +495,7 @@ impl NodeLoad {
 /// The `addPod` rule of spec §1.4 for one pod (see [`NodeLoad::add_pod`]).
 fn contribution(key: &str, pod: &PodEntry, metric: Option<&MetricState>) -> Contribution {
     let mut c = Contribution::default();
-    let measured = metric.and_then(|m| m.pod_usage(key));
+    let measured = metric.and_then(|m| m.pod_usages.get(key));
     let usage = measured.map(|m| m.usage);
     let active_prod = pod.prod && measured.is_some_and(|m| m.prod);
     if active_prod && let Some(u) = &usage {
