@@ -498,7 +498,7 @@ impl<'a> Run<'a> {
     fn leave(&mut self, n: usize, id: u32, state: State, now: Timestamp) {
         let Some(pod) = self.nodes[n].remove(id) else { return };
         let key = pod.view.key();
-        self.scheduler.remove_pod(&key, now);
+        self.scheduler.remove_pod(key, now);
         let r = &mut self.pods[id as usize];
         r.state = state;
         let (class, source) = (r.class, r.source);
