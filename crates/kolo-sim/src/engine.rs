@@ -33,12 +33,12 @@ use k8s_openapi::jiff::SignedDuration;
 use kolo_agent::qos::PodStateError;
 use kolo_core::clock::Timestamp;
 use kolo_core::node::NodeView;
-use kolo_core::pod::PodView;
 use kolo_manager::config::ColocationStrategy;
 use kolo_manager::noderesource::node_strategy;
 use kolo_manager::nodeslo::render_node_slo;
 use kolo_scheduler::binder::{BindCompletion, BindRequest, Binder};
 use kolo_scheduler::config::ConfigError;
+use kolo_scheduler::framework::PodInfo;
 use kolo_scheduler::plugins::{DEFAULT_PLUGINS, registry};
 use kolo_scheduler::scheduler::{ApplyError, Scheduler};
 use rayon::prelude::*;
@@ -438,11 +438,8 @@ impl<'a> Run<'a> {
                 continue;
             };
             let id = id as usize;
-            let bound = objects::bound(&self.object(id), &req.node);
-            let view = PodView::from_pod(&bound).map_err(|e| EngineError::Apply {
-                policy: self.policy.name.clone(),
-                source: Box::new(ApplyError::from(e)),
-            })?;
+            let mut bound = self.object(id);
+            objects::bind(&mut bound, &req.node);
             if let Some(agent) = self.nodes[n].agent.as_mut() {
                 let state =
                     agent::pod_state(&bound, &self.paths).map_err(|source| EngineError::Agent {
@@ -452,10 +449,14 @@ impl<'a> Run<'a> {
                     })?;
                 agent.state.pods.push(state);
             }
-            self.scheduler.apply_pod(bound, now).map_err(|source| EngineError::Apply {
+            // Read once: the scheduler's informer copy and the node model's
+            // view are the same reading of the bound pod.
+            let info = PodInfo::new(bound).map_err(|e| EngineError::Apply {
                 policy: self.policy.name.clone(),
-                source: Box::new(source),
+                source: Box::new(ApplyError::from(e)),
             })?;
+            let view = info.view().clone();
+            self.scheduler.apply_pod_info(Arc::new(info), now);
             let r = &mut self.pods[id];
             r.state = State::Running;
             let work = match r.class {

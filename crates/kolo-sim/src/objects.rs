@@ -149,14 +149,12 @@ pub fn pod_object(
     }
 }
 
-/// The pod as the API reports it once bound and started.
-pub fn bound(pod: &Pod, node: &str) -> Pod {
-    let mut pod = pod.clone();
+/// Makes `pod` what the API reports once it is bound to `node` and started.
+pub fn bind(pod: &mut Pod, node: &str) {
     if let Some(spec) = pod.spec.as_mut() {
         spec.node_name = Some(node.to_string());
     }
     pod.status = Some(PodStatus { phase: Some("Running".to_string()), ..Default::default() });
-    pod
 }
 
 /// One pod's entry of a usage report (window averages).
