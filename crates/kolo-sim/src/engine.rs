@@ -583,8 +583,12 @@ impl<'a> Run<'a> {
                 .slo
                 .as_ref()
                 .map(|s| s.colocation.as_ref().is_some_and(|c| c.cluster.is_enabled()));
-            let reports: Vec<_> =
-                self.nodes.par_iter_mut().map(|n| manager::report(n, manager, now)).collect();
+            let interval = model.report_interval_seconds;
+            let reports: Vec<_> = self
+                .nodes
+                .par_iter_mut()
+                .map(|n| manager::report(n, manager, interval, now))
+                .collect();
             observe(Event::Phase(Phase::Publish));
             for (n, report) in reports.into_iter().enumerate() {
                 self.scheduler.apply_usage_report(report.metric, now);

@@ -4,6 +4,7 @@
 //! `noderesource` computes its batch allocatable, written only when the
 //! real throttle ([`update_needed`]) says so.
 
+use k8s_openapi::jiff::SignedDuration;
 use kolo_core::clock::Timestamp;
 use kolo_core::pod::PodView;
 use kolo_core::usage_report::NodeUsageReport;
@@ -21,9 +22,16 @@ pub struct Report {
     pub allocatable_changed: bool,
 }
 
-/// The node's report at `now`; with `manager` (co-location enabled in the
-/// cluster or not), also the manager's batch allocatable decision.
-pub fn report(node: &mut SimNode, manager: Option<bool>, now: Timestamp) -> Report {
+/// The node's report at `now`, covering the last `interval_seconds` (the
+/// agent's `reportIntervalSeconds`, which LoadAwareScheduling uses to tell
+/// which pods the report may miss); with `manager` (co-location enabled in
+/// the cluster or not), also the manager's batch allocatable decision.
+pub fn report(
+    node: &mut SimNode,
+    manager: Option<bool>,
+    interval_seconds: u64,
+    now: Timestamp,
+) -> Report {
     let (cpu, memory) = node.take_window();
     let system = (node.system_cpu / 1000.0, node.system_memory);
     let pods = node.pods.iter_mut().map(|p| {
@@ -39,7 +47,9 @@ pub fn report(node: &mut SimNode, manager: Option<bool>, now: Timestamp) -> Repo
         p.window_time = 0.0;
         usage
     });
-    let metric = usage_report(&node.name, (cpu, memory), system, pods, now);
+    let mut metric = usage_report(&node.name, (cpu, memory), system, pods, now);
+    metric.report_interval =
+        Some(SignedDuration::from_secs(i64::try_from(interval_seconds).unwrap_or(i64::MAX)));
     let Some(cluster_enabled) = manager else {
         return Report { metric, allocatable_changed: false };
     };
@@ -60,4 +70,34 @@ pub fn report(node: &mut SimNode, manager: Option<bool>, now: Timestamp) -> Repo
         node.last_update = Some(now);
     }
     Report { metric, allocatable_changed: changed }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use kolo_core::node::NodeView;
+    use kolo_manager::config::ColocationStrategy;
+
+    use super::*;
+
+    #[test]
+    fn the_report_states_the_models_interval_and_time() {
+        let mut node = SimNode::new(
+            "n".into(),
+            BTreeMap::new(),
+            (8000, 1 << 34),
+            (8000, 1 << 34),
+            BTreeMap::new(),
+            NodeView::new("n"),
+            (0.0, 0.0),
+            ColocationStrategy::defaults(),
+        );
+        let now: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+        // Without a manager (baseline kinds) only the report is made.
+        let r = report(&mut node, None, 120, now);
+        assert_eq!(r.metric.report_interval, Some(SignedDuration::from_secs(120)));
+        assert_eq!((r.metric.update_time, r.metric.node.as_str()), (Some(now), "n"));
+        assert!(!r.allocatable_changed);
+    }
 }
