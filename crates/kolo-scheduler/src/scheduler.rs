@@ -317,6 +317,40 @@ impl Scheduler {
         errors
     }
 
+    /// [`apply_usage_report`](Self::apply_usage_report) for a round of
+    /// reports (in order; of two for one node the later counts): the same
+    /// outcome, with the plugins applying the round at once
+    /// ([`ClusterEventHandler::on_node_metrics`]; LoadAwareScheduling does
+    /// its nodes in parallel).
+    pub fn apply_usage_reports(&mut self, reports: Vec<NodeUsageReport>, now: Timestamp) {
+        let mut changed = Vec::with_capacity(reports.len());
+        for report in reports {
+            for change in self.cache.apply_node_metric(Arc::new(report)) {
+                if let CacheChange::NodeMetricUpdated(id) = change {
+                    changed.push(id);
+                }
+            }
+        }
+        let cache = &self.cache;
+        let updates: Vec<_> = changed
+            .iter()
+            .filter_map(|id| {
+                let node = cache.node(*id)?;
+                Some((node, cache.node_metric(node.name())?))
+            })
+            .collect();
+        for profile in &mut self.profiles {
+            for &i in &profile.event_handlers {
+                if let Some(handler) = profile.plugins[i].as_event_handler() {
+                    handler.on_node_metrics(&updates);
+                }
+            }
+        }
+        for _ in 0..updates.len() {
+            self.queue.on_event(EventKinds::NODE_METRIC, now);
+        }
+    }
+
     /// Adds or updates a node's usage report: what
     /// [`apply_node_metric`](Self::apply_node_metric) does with a NodeMetric
     /// once read, for callers that have the numbers already (the

@@ -563,3 +563,48 @@ fn load_aware_counts_pods_assumed_since_the_last_report() {
         }
     );
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// A round of NodeMetrics applied at once (LoadAwareScheduling then
+    /// re-accounts the nodes in parallel) leaves the scheduler deciding
+    /// exactly as when they arrive one by one: same nodes, same messages.
+    #[test]
+    fn a_round_of_reports_at_once_decides_as_one_by_one(
+        rounds in proptest::collection::vec(
+            proptest::collection::vec((0usize..6, 0u32..8000, 1u32..30), 1..10),
+            1..4,
+        ),
+        pods in proptest::collection::vec(100u32..3000, 1..12),
+    ) {
+        let mut one = scheduler(Arc::new(InMemoryBinder::new()), "{}");
+        let mut batch = scheduler(Arc::new(InMemoryBinder::new()), "{}");
+        for s in [&mut one, &mut batch] {
+            for n in 0..6 {
+                s.apply_node(node(&format!("n{n}"), "8", "32Gi", ""), t(0)).unwrap();
+            }
+        }
+        for (r, round) in rounds.iter().enumerate() {
+            let now = t(r as i64 * 60);
+            let metrics: Vec<_> =
+                round.iter().map(|&(n, cpu, mem)| metric(&format!("n{n}"), cpu, mem, now)).collect();
+            for m in &metrics {
+                one.apply_node_metric(m.clone(), now);
+            }
+            batch.apply_usage_reports(
+                metrics.iter().map(kolo_core::usage_report::NodeUsageReport::read).collect(),
+                now,
+            );
+        }
+        let now = t(rounds.len() as i64 * 60);
+        for (i, cpu) in pods.iter().enumerate() {
+            for s in [&mut one, &mut batch] {
+                s.apply_pod(pod(&format!("p{i}"), &format!("{cpu}m"), "1Gi"), now).unwrap();
+            }
+        }
+        let a: Vec<_> = one.run_until_idle(now).into_iter().map(|r| r.outcome).collect();
+        let b: Vec<_> = batch.run_until_idle(now).into_iter().map(|r| r.outcome).collect();
+        prop_assert_eq!(a, b);
+    }
+}

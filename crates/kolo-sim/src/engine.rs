@@ -590,9 +590,13 @@ impl<'a> Run<'a> {
                 .map(|n| manager::report(n, manager, interval, now))
                 .collect();
             observe(Event::Phase(Phase::Publish));
-            for (n, report) in reports.into_iter().enumerate() {
-                self.scheduler.apply_usage_report(report.metric, now);
-                if report.allocatable_changed {
+            let (metrics, changed): (Vec<_>, Vec<_>) =
+                reports.into_iter().map(|r| (r.metric, r.allocatable_changed)).unzip();
+            // The round's reports first, then the Nodes the manager changed:
+            // each node's own order (its report, then its Node) is kept.
+            self.scheduler.apply_usage_reports(metrics, now);
+            for (n, allocatable_changed) in changed.into_iter().enumerate() {
+                if allocatable_changed {
                     self.allocatable_updates += 1;
                     let node = &mut self.nodes[n];
                     let object = objects::node_object(

@@ -14,9 +14,11 @@
 //!   framework can filter and score a batch of nodes in one pass. None of
 //!   kolo's plugins needs the feasible list there.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use kolo_core::clock::Timestamp;
+use kolo_core::usage_report::NodeUsageReport;
 
 use super::{ClusterEvent, CycleState, EventKinds, NodeInfo, PodInfo, Rejection, Verdict};
 use crate::binder::BindRequest;
@@ -434,4 +436,15 @@ pub trait Bind {
 pub trait ClusterEventHandler {
     /// Applies one change (after the scheduler cache applied it).
     fn on_event(&mut self, event: &ClusterEvent<'_>);
+
+    /// Applies a round of NodeMetric updates at once (the cache applied
+    /// them all first), in order; a node may appear more than once and its
+    /// last update counts. The default delivers them one by one through
+    /// [`on_event`](Self::on_event); a handler whose per-node state is
+    /// independent may apply them in parallel.
+    fn on_node_metrics(&mut self, updates: &[(&NodeInfo, &Arc<NodeUsageReport>)]) {
+        for &(node, metric) in updates {
+            self.on_event(&ClusterEvent::NodeMetricUpdated { node, metric });
+        }
+    }
 }

@@ -11,6 +11,8 @@
 use std::sync::Arc;
 
 use kolo_core::clock::Timestamp;
+use kolo_core::usage_report::NodeUsageReport;
+use rayon::prelude::*;
 
 use super::{
     AssignedPod, LoadAwareConfig, LoadAwareSchedulingArgs, LoadVector, NodeLoad, NodeProfile,
@@ -221,6 +223,28 @@ impl Score for LoadAwareScheduling {
 }
 
 impl ClusterEventHandler for LoadAwareScheduling {
+    fn on_node_metrics(&mut self, updates: &[(&NodeInfo, &Arc<NodeUsageReport>)]) {
+        // Each node's load is its own: re-account the updated nodes in
+        // parallel (a thousand nodes a minute report in a large cluster or
+        // in `kolo sim`). A node listed twice gets the cache's (latest)
+        // report either way.
+        let mut latest: Vec<Option<&Arc<NodeUsageReport>>> = Vec::new();
+        for &(node, metric) in updates {
+            self.node_mut(node);
+            let i = node.id().index();
+            if latest.len() <= i {
+                latest.resize(i + 1, None);
+            }
+            latest[i] = Some(metric);
+        }
+        let cfg = &self.cfg;
+        self.nodes.par_iter_mut().zip(latest).with_min_len(16).for_each(|(slot, metric)| {
+            if let (Some(state), Some(metric)) = (slot.as_mut(), metric) {
+                state.load.set_usage_report(metric.clone(), cfg);
+            }
+        });
+    }
+
     fn on_event(&mut self, event: &ClusterEvent<'_>) {
         match *event {
             ClusterEvent::NodeAdded(node) | ClusterEvent::NodeUpdated(node) => {
