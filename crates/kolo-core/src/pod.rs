@@ -200,7 +200,9 @@ pub struct PodView {
     annotations: StringMap,
 }
 
-fn pod_key(namespace: &str, name: &str) -> Arc<str> {
+/// A pod's `namespace/name` key, the one [`PodView::key`] gives and
+/// NodeMetric `podsMetric` entries are matched by.
+pub fn pod_key(namespace: &str, name: &str) -> Arc<str> {
     let mut key = String::with_capacity(namespace.len() + 1 + name.len());
     key.push_str(namespace);
     key.push('/');

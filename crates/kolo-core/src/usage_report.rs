@@ -26,6 +26,7 @@ use kolo_api::PriorityClass;
 use kolo_api::crd::{AggregationType, NodeMetric, parse_go_duration};
 use kolo_api::quantity::{parse_milli, parse_value};
 
+use crate::pod::pod_key;
 use crate::resources::{ResourceName, ResourceVector};
 
 /// A node's usage report (the numeric content of its NodeMetric).
@@ -174,12 +175,10 @@ impl NodeUsageReport {
             .iter()
             .enumerate()
             .map(|(i, p)| PodUsage {
-                key: format!(
-                    "{}/{}",
+                key: pod_key(
                     p.namespace.as_deref().unwrap_or_default(),
-                    p.name.as_deref().unwrap_or_default()
-                )
-                .into(),
+                    p.name.as_deref().unwrap_or_default(),
+                ),
                 priority: p.priority.as_deref().and_then(|s| s.parse().ok()),
                 usage: vector(
                     ReportPart::Pod,

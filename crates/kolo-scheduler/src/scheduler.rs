@@ -33,9 +33,9 @@ use crate::config::{ConfigError, SchedulerConfig};
 use crate::equivalence::{EquivalenceCache, NodeResults, pod_signature};
 use crate::explain::failure_message;
 use crate::framework::{
-    BindOutcome, ClusterEvent, CycleContext, CycleState, EventKinds, Filter, NodeId, NodeInfo,
-    NodeVerdict, PermitOutcome, PodInfo, PostFilterOutcome, PreFilterOutcome, PreScoreOutcome,
-    Rejected, Rejection, Score, ScoreSink,
+    BindOutcome, ClusterEvent, ClusterEventHandler, CycleContext, CycleState, EventKinds, Filter,
+    NodeId, NodeInfo, NodeVerdict, PermitOutcome, PodInfo, PostFilterOutcome, PreFilterOutcome,
+    PreScoreOutcome, Rejected, Rejection, Score, ScoreSink,
 };
 use crate::profile::{DefaultPlugin, Profile};
 use crate::queue::SchedulingQueue;
@@ -339,13 +339,7 @@ impl Scheduler {
                 Some((node, cache.node_metric(node.name())?))
             })
             .collect();
-        for profile in &mut self.profiles {
-            for &i in &profile.event_handlers {
-                if let Some(handler) = profile.plugins[i].as_event_handler() {
-                    handler.on_node_metrics(&updates);
-                }
-            }
-        }
+        each_event_handler(&mut self.profiles, |handler| handler.on_node_metrics(&updates));
         for _ in 0..updates.len() {
             self.queue.on_event(EventKinds::NODE_METRIC, now);
         }
@@ -435,13 +429,7 @@ impl Scheduler {
                 ClusterEvent::NodeMetricRemoved { node: cache.node(*id)? }
             }
         };
-        for profile in &mut self.profiles {
-            for &i in &profile.event_handlers {
-                if let Some(handler) = profile.plugins[i].as_event_handler() {
-                    handler.on_event(&event);
-                }
-            }
-        }
+        each_event_handler(&mut self.profiles, |handler| handler.on_event(&event));
         Some(event.kind())
     }
 
@@ -1083,6 +1071,18 @@ fn nominate(
 
 /// When the cached results for `node` go stale by time: the earliest of
 /// the profile's Filter and Score plugins' [`Plugin::valid_until`].
+/// Calls `f` with every profile's cluster-event handlers, in profile and
+/// plugin order.
+fn each_event_handler(profiles: &mut [Profile], mut f: impl FnMut(&mut dyn ClusterEventHandler)) {
+    for profile in profiles {
+        for &i in &profile.event_handlers {
+            if let Some(handler) = profile.plugins[i].as_event_handler() {
+                f(handler);
+            }
+        }
+    }
+}
+
 fn valid_until(profile: &Profile, node: &NodeInfo, now: Timestamp) -> Option<Timestamp> {
     profile.filter_and_score.iter().filter_map(|&i| profile.plugins[i].valid_until(node, now)).min()
 }

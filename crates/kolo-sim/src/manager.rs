@@ -4,7 +4,6 @@
 //! `noderesource` computes its batch allocatable, written only when the
 //! real throttle ([`update_needed`]) says so.
 
-use k8s_openapi::jiff::SignedDuration;
 use kolo_core::clock::Timestamp;
 use kolo_core::pod::PodView;
 use kolo_core::usage_report::NodeUsageReport;
@@ -47,9 +46,7 @@ pub fn report(
         p.window_time = 0.0;
         usage
     });
-    let mut metric = usage_report(&node.name, (cpu, memory), system, pods, now);
-    metric.report_interval =
-        Some(SignedDuration::from_secs(i64::try_from(interval_seconds).unwrap_or(i64::MAX)));
+    let metric = usage_report(&node.name, (cpu, memory), system, pods, interval_seconds, now);
     let Some(cluster_enabled) = manager else {
         return Report { metric, allocatable_changed: false };
     };
@@ -76,6 +73,7 @@ pub fn report(
 mod tests {
     use std::collections::BTreeMap;
 
+    use k8s_openapi::jiff::SignedDuration;
     use kolo_core::node::NodeView;
     use kolo_manager::config::ColocationStrategy;
 

@@ -9,6 +9,7 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::jiff::SignedDuration;
 use kolo_api::{PriorityClass, names};
 use kolo_core::clock::Timestamp;
 use kolo_core::pod::PodView;
@@ -173,7 +174,8 @@ pub struct PodUsage<'a> {
 /// A node's usage report as its agent reports it, read
 /// ([`NodeUsageReport::read`]): node, system and pod usage averaged over
 /// the report window (CPU to the milli-core, memory to the byte), stamped
-/// `now`.
+/// `now`, stating the report interval (`interval_seconds`, which
+/// LoadAwareScheduling uses to tell which pods the report may miss).
 ///
 /// Built from the numbers directly: it is the report that reading the
 /// agent's NodeMetric gives (tested below), without formatting a thousand
@@ -184,6 +186,7 @@ pub fn usage_report<'p>(
     node_usage: (f64, f64),
     system_usage: (f64, f64),
     pods: impl Iterator<Item = PodUsage<'p>>,
+    interval_seconds: u64,
     now: Timestamp,
 ) -> NodeUsageReport {
     let vector = |(cpu, memory): (f64, f64)| {
@@ -192,6 +195,9 @@ pub fn usage_report<'p>(
     NodeUsageReport {
         node: node.to_owned(),
         update_time: Some(now),
+        report_interval: Some(SignedDuration::from_secs(
+            i64::try_from(interval_seconds).unwrap_or(i64::MAX),
+        )),
         node_usage: Some(vector(node_usage)),
         system_usage: vector(system_usage),
         pods: pods
@@ -210,7 +216,8 @@ mod tests {
     use kolo_agent::nodemetric::{cpu_quantity, memory_quantity};
     use kolo_api::QoSClass;
     use kolo_api::crd::{
-        NodeMetric, NodeMetricInfo, NodeMetricSpec, NodeMetricStatus, PodMetricInfo, ResourceMap,
+        NodeMetric, NodeMetricCollectPolicy, NodeMetricInfo, NodeMetricSpec, NodeMetricStatus,
+        PodMetricInfo, ResourceMap,
     };
     use kolo_core::node::NodeView;
     use kolo_core::pod::PodView;
@@ -235,6 +242,7 @@ mod tests {
         node_usage: (f64, f64),
         system_usage: (f64, f64),
         pods: impl Iterator<Item = PodUsage<'p>>,
+        interval_seconds: i64,
         now: Timestamp,
     ) -> NodeMetric {
         let pods_metric = pods
@@ -250,7 +258,12 @@ mod tests {
                 extensions: None,
             })
             .collect();
-        let mut metric = NodeMetric::new(node, NodeMetricSpec::default());
+        let policy = NodeMetricCollectPolicy {
+            report_interval_seconds: Some(interval_seconds),
+            ..Default::default()
+        };
+        let spec = NodeMetricSpec { metric_collect_policy: Some(policy) };
+        let mut metric = NodeMetric::new(node, spec);
         metric.status = Some(NodeMetricStatus {
             update_time: Some(Time(now)),
             node_metric: Some(NodeMetricInfo {
@@ -280,8 +293,8 @@ mod tests {
             .into_iter()
         };
         let (node, system) = ((3.14259, 8.5e9), (0.25, 1e8));
-        let built = usage_report("n1", node, system, pods(), now);
-        let read = NodeUsageReport::read(&node_metric("n1", node, system, pods(), now));
+        let built = usage_report("n1", node, system, pods(), 30, now);
+        let read = NodeUsageReport::read(&node_metric("n1", node, system, pods(), 30, now));
         assert_eq!(built, read);
         assert_eq!(built.node_usage.unwrap().cpu(), 3143, "rounded to the milli-core");
         assert_eq!(built.pods[1].usage.memory(), 1024, "rounded to the byte");
