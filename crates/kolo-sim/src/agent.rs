@@ -10,6 +10,7 @@
 //! the contention model assumes ([`crate::contention::Isolation::Idle`]).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 use kolo_agent::cgroup::{CgroupDir, CgroupDriver, CgroupVersion, PodPaths, Resource, Value};
@@ -57,6 +58,11 @@ pub struct AgentSide {
     pub state: NodeState,
     /// The node's NodeSLO spec.
     pub slo: NodeSLOSpec,
+    /// Pods started on the node whose state the agent has not read yet
+    /// (in `SimNode::pods` order after the pods of `state`): they are read
+    /// at the node's next step, with the other nodes in parallel, rather
+    /// than on the scheduler's thread.
+    pub started: Vec<Arc<Pod>>,
 }
 
 impl AgentSide {
@@ -94,13 +100,37 @@ impl AgentSide {
             cfs: Default::default(),
             be_usage_window: None,
         };
-        AgentSide { state, slo }
+        AgentSide { state, slo, started: Vec::new() }
     }
 }
 
-/// The strategies' view of a bound pod.
+/// The strategies' view of a bound pod. Without its containers: the node
+/// model has no per-container cgroups, the strategies the simulator runs
+/// read pod-level usage only, and their writes to container cgroups would
+/// be dropped (only the BE QoS group's cap is modelled).
 pub fn pod_state(bound: &Pod, paths: &PodPaths) -> Result<PodState, PodStateError> {
-    PodState::from_pod(bound, paths, None, &BTreeMap::new())
+    let mut state = PodState::from_pod(bound, paths, None, &BTreeMap::new())?;
+    state.containers.clear();
+    Ok(state)
+}
+
+/// Reads the pods started since the node's last step into its agent's
+/// state; on error, the pod that could not be read.
+pub fn read_started(node: &mut SimNode, paths: &PodPaths) -> Result<(), (String, PodStateError)> {
+    let Some(agent) = node.agent.as_mut() else { return Ok(()) };
+    for pod in agent.started.drain(..) {
+        let state = pod_state(&pod, paths).map_err(|e| {
+            let meta = &pod.metadata;
+            let key = format!(
+                "{}/{}",
+                meta.namespace.as_deref().unwrap_or_default(),
+                meta.name.as_deref().unwrap_or_default()
+            );
+            (key, e)
+        })?;
+        agent.state.pods.push(state);
+    }
+    Ok(())
 }
 
 /// Sets the node's allocatable (incl. co-location resources) in the agent's
@@ -126,11 +156,7 @@ pub fn round(
     state.now = now;
     let mut memory = node.system_memory;
     for (p, s) in node.pods.iter().zip(state.pods.iter_mut()) {
-        let usage = CpuMem::new(p.cpu.round() as i64, p.memory.round() as i64);
-        s.usage = Some(usage);
-        for c in &mut s.containers {
-            c.usage = Some(usage);
-        }
+        s.usage = Some(CpuMem::new(p.cpu.round() as i64, p.memory.round() as i64));
         memory += p.memory;
     }
     let used = node.last.system + node.last.ls + node.last.be;

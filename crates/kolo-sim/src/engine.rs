@@ -1,26 +1,37 @@
 //! The engine: advances simulated time step by step, running the real
 //! decision code around the simulated world.
 //!
-//! Per step of `stepSeconds` (default 10 s), in order:
+//! A step of `stepSeconds` (default 10 s) has two sides that run at the
+//! same time, on different threads, because neither reads what the other
+//! writes during the step:
 //!
-//! 1. batch pods that arrived are handed to the scheduler, at most
-//!    `pendingPodsPerNode` × nodes of each CPU size waiting there at a time
-//!    (the rest wait in the job controller's queue of their size, so pods
-//!    too big for any node do not hold back smaller ones); LS pods are all
-//!    created at the start;
-//! 2. the scheduler (`kolo_scheduler::Scheduler`, the policy's profile and
-//!    plugins) runs until idle; every bind starts the pod on its node;
-//! 3. every node advances ([`crate::node`], in parallel): demands,
-//!    contention, BE progress, memory, OOM kills;
-//! 4. pods that completed or were killed leave their node and the
-//!    scheduler's cache;
-//! 5. every `agentIntervalSeconds`, each node's agent runs the QoS
-//!    strategies ([`crate::agent`]): BE CPU cap, evictions;
-//! 6. every `reportIntervalSeconds`, each node reports its NodeMetric (to
-//!    the scheduler's load-aware plugin) and the manager recomputes its
-//!    batch allocatable ([`crate::manager`]); a change the throttle lets
-//!    through updates the Node the scheduler sees;
-//! 7. the step's cluster totals are recorded.
+//! * **the cluster side** (the control plane, sequential):
+//!   1. what the nodes reported at the end of the previous step reaches the
+//!      scheduler: pods that completed, were OOM-killed or evicted leave its
+//!      cache; every `reportIntervalSeconds` the nodes' NodeMetrics reach
+//!      its load-aware plugin, then the Nodes whose batch allocatable the
+//!      manager changed;
+//!   2. batch pods that arrived are handed to the scheduler, at most
+//!      `pendingPodsPerNode` × nodes of each CPU size waiting there at a
+//!      time (the rest wait in the job controller's queue of their size, so
+//!      pods too big for any node do not hold back smaller ones); LS pods
+//!      are all created at the start;
+//!   3. the scheduler (`kolo_scheduler::Scheduler`, the policy's profile and
+//!      plugins) runs until idle;
+//! * **the node side** (every node in parallel, [`crate::node`]): demands,
+//!   contention, BE progress, memory, OOM kills; pods that completed or were
+//!   killed leave the node; every `agentIntervalSeconds` the node's agent
+//!   runs the QoS strategies ([`crate::agent`]: BE CPU cap, evictions);
+//!   every `reportIntervalSeconds` the node reports its NodeMetric and the
+//!   manager recomputes its batch allocatable ([`crate::manager`]), a change
+//!   the throttle lets through updating the node's Node object.
+//!
+//! Then the pods the scheduler bound start on their nodes (so a pod bound
+//! in a step runs from the next one: the kubelet's start-up takes one step)
+//! and the step's cluster totals are recorded.
+//!
+//! The scheduler therefore decides, as before, on the cluster as it was at
+//! the end of the previous step; the node side never waits for it.
 //!
 //! The engine is a pure function of (scenario, workload, policy): no clock,
 //! no I/O; nodes advance in parallel but every result is combined in node
@@ -29,10 +40,12 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
+use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::jiff::SignedDuration;
-use kolo_agent::qos::PodStateError;
+use kolo_agent::qos::{PodStateError, Strategy};
 use kolo_core::clock::Timestamp;
 use kolo_core::node::NodeView;
+use kolo_core::usage_report::NodeUsageReport;
 use kolo_manager::config::ColocationStrategy;
 use kolo_manager::noderesource::node_strategy;
 use kolo_manager::nodeslo::render_node_slo;
@@ -46,7 +59,7 @@ use rayon::prelude::*;
 use crate::agent::{self, AgentSide, pod_id, pod_uid};
 use crate::manager;
 use crate::metrics::{HeatMap, Histogram, StepRecord, Summary, quantile};
-use crate::node::{Exit, NodePod, SimNode, StepInputs, Work};
+use crate::node::{Exit, NodePod, NodeStep, SimNode, StepInputs, Work};
 use crate::objects::{self, BATCH_NAMESPACE, LS_NAMESPACE, PodClass};
 use crate::policy::Policy;
 use crate::scenario::Scenario;
@@ -178,7 +191,6 @@ struct Run<'a> {
     policy: &'a Policy,
     scheduler: Scheduler,
     binder: Arc<SimBinder>,
-    nodes: Vec<SimNode>,
     node_index: BTreeMap<String, usize>,
     pods: Vec<PodRecord>,
     /// LS pods not yet handed to the scheduler.
@@ -187,7 +199,6 @@ struct Run<'a> {
     queues: BTreeMap<i64, VecDeque<usize>>,
     /// Batch pods waiting in the scheduler, by CPU request.
     in_scheduler: BTreeMap<i64, usize>,
-    paths: kolo_agent::cgroup::PodPaths,
     start: Timestamp,
     // counters
     submitted: u64,
@@ -199,8 +210,6 @@ struct Run<'a> {
     job_left: Vec<u32>,
     jobs_completed: u64,
     allocatable_updates: u64,
-    step_evictions: u64,
-    step_ooms: u64,
 }
 
 fn at(start: Timestamp, seconds: f64) -> Timestamp {
@@ -209,29 +218,34 @@ fn at(start: Timestamp, seconds: f64) -> Timestamp {
         .unwrap_or(start)
 }
 
-/// The parts of a step, announced to the observer as they start (so the
-/// caller can time them without the engine reading a clock).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+/// The parts of a step, announced to the observer as they begin and end
+/// (so the caller can time them without the engine reading a clock).
+/// [`Phase::Publish`] and [`Phase::Schedule`] (the cluster side) run at the
+/// same time as [`Phase::Nodes`] (the node side), on another thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Phase {
+    /// The previous step's node results reach the scheduler: pods that
+    /// left, NodeMetric reports, updated Nodes.
+    Publish,
     /// Arrivals and the scheduler.
     Schedule,
-    /// The node model.
+    /// The node model, the agents' QoS strategies, NodeMetric reports and
+    /// the manager's noderesource, per node in parallel.
     Nodes,
-    /// The agents' QoS strategies.
-    Agent,
-    /// NodeMetric reports and the manager's noderesource (in parallel).
-    Reports,
-    /// Handing the reports and the updated Nodes to the scheduler.
-    Publish,
+    /// Bound pods start on their nodes.
+    Start,
     /// Recording the step.
     Record,
 }
 
-/// What a run tells its observer.
+/// What a run tells its observer. Phase events come from the thread that
+/// runs the phase, so the observer is shared (`Sync`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event {
-    /// A phase of the current step starts.
-    Phase(Phase),
+    /// A phase of the current step begins.
+    Begin(Phase),
+    /// A phase of the current step ends.
+    End(Phase),
     /// Step `step` of `steps` is done.
     Step {
         /// Steps done.
@@ -241,37 +255,202 @@ pub enum Event {
     },
 }
 
+/// Runs `f` as `phase`, telling `observe` when it begins and ends.
+fn phase<T>(observe: &(dyn Fn(Event) + Sync), phase: Phase, f: impl FnOnce() -> T) -> T {
+    observe(Event::Begin(phase));
+    let out = f();
+    observe(Event::End(phase));
+    out
+}
+
+/// A pod the scheduler bound, to start on its node.
+struct Start {
+    /// The node's index.
+    node: usize,
+    /// The pod as the node model runs it.
+    pod: NodePod,
+    /// The bound Pod, for the node's agent to read (co-location policies).
+    object: Option<Arc<Pod>>,
+}
+
+/// What one node's side of a step produced, for the cluster side of the
+/// next step.
+#[derive(Debug)]
+struct NodeOutcome {
+    /// The node's totals over the step.
+    step: NodeStep,
+    /// Pods that left the node: engine id, pod key, how (completions and
+    /// OOM kills first, then the agent's evictions).
+    left: Vec<(u32, Arc<str>, State)>,
+    /// The node's NodeMetric, on a report step (boxed, as the Node: a step
+    /// collects one outcome per node, and most steps have neither).
+    report: Option<Box<NodeUsageReport>>,
+    /// The node's Node object, when the manager changed its co-location
+    /// resources.
+    updated: Option<Box<Node>>,
+}
+
+/// The node side of a step: per node, in node order.
+struct StepOutcome {
+    /// The end of the step.
+    now: Timestamp,
+    /// One per node.
+    nodes: Vec<NodeOutcome>,
+}
+
+/// The constants of a step's node side.
+struct NodeLane<'a> {
+    /// The policy's name (for errors).
+    policy: &'a str,
+    /// The nodes' cgroup paths.
+    paths: &'a kolo_agent::cgroup::PodPaths,
+    inputs: StepInputs,
+    now: Timestamp,
+    start: Timestamp,
+    /// Whether the agents run their strategies this step.
+    agent: bool,
+    /// Whether the nodes report this step: with the manager (co-location
+    /// enabled in the cluster or not) or without, and the report interval.
+    report: Option<(Option<bool>, u64)>,
+}
+
+/// Advances one node by a step (see the module docs for what that does).
+fn advance_node(
+    node: &mut SimNode,
+    strategies: &[Box<dyn Strategy>],
+    lane: &NodeLane,
+) -> Result<NodeOutcome, EngineError> {
+    agent::read_started(node, lane.paths).map_err(|(pod, source)| EngineError::Agent {
+        policy: lane.policy.to_string(),
+        pod,
+        source: Box::new(source),
+    })?;
+    let step = node.step(&lane.inputs);
+    let exits = std::mem::take(&mut node.exits);
+    let mut left = Vec::with_capacity(exits.len());
+    for &(id, exit) in &exits {
+        let state = match exit {
+            Exit::Completed => State::Completed,
+            Exit::OomKilled => State::OomKilled,
+        };
+        if let Some(pod) = node.remove(id) {
+            left.push((id, pod.view.shared_key().clone(), state));
+        }
+    }
+    node.exits = exits;
+    if lane.agent {
+        for (id, _strategy) in agent::round(node, strategies, lane.now) {
+            if let Some(pod) = node.remove(id) {
+                left.push((id, pod.view.shared_key().clone(), State::Evicted));
+            }
+        }
+    }
+    let (mut report, mut updated) = (None, None);
+    if let Some((manager, interval)) = lane.report {
+        let r = manager::report(node, manager, interval, lane.now);
+        report = Some(Box::new(r.metric));
+        if r.allocatable_changed {
+            let object = objects::node_object(
+                &node.name,
+                &node.labels,
+                node.capacity,
+                node.allocatable,
+                &node.extended,
+                lane.start,
+            );
+            if let Ok(view) = NodeView::from_node(&object) {
+                node.view = view;
+            }
+            agent::refresh_allocatable(node);
+            updated = Some(Box::new(object));
+        }
+    }
+    Ok(NodeOutcome { step, left, report, updated })
+}
+
 /// Runs one policy over the workload, telling `observe` what it does.
 pub fn run(
     scenario: &Scenario,
     workload: &Workload,
     policy: &Policy,
-    observe: &mut dyn FnMut(Event),
+    observe: &(dyn Fn(Event) + Sync),
 ) -> Result<RunResult, EngineError> {
-    let mut run = Run::new(scenario, workload, policy)?;
+    let (mut run, mut nodes) = Run::new(scenario, workload, policy)?;
+    let paths = agent::pod_paths();
     let steps = scenario.steps();
     let dt = scenario.step_seconds as f64;
+    let model = &scenario.model;
     let mut records = Vec::with_capacity(steps as usize);
     let mut next_batch = 0;
     for ls in 0..workload.ls.len() {
         run.create(PodClass::Ls, ls, 0.0);
     }
-    run.submit_queued()?;
+    let mut previous: Option<StepOutcome> = None;
     for k in 1..=steps {
         let t = k as f64 * dt;
-        while next_batch < workload.batch.len() && workload.batch[next_batch].arrival < t {
-            let class = if policy.batch_resources() { PodClass::Batch } else { PodClass::Native };
-            run.create(class, next_batch, workload.batch[next_batch].arrival);
-            next_batch += 1;
-        }
-        observe(Event::Phase(Phase::Schedule));
-        run.submit_queued()?;
-        run.schedule(t - dt)?;
-        let record = run.advance(t, dt, observe)?;
-        records.push(record);
+        let tick = |interval: u64| (t.round() as u64).is_multiple_of(interval);
+        let colocation = policy.slo.as_ref();
+        let lane = NodeLane {
+            policy: &policy.name,
+            paths: &paths,
+            inputs: StepInputs {
+                t,
+                dt,
+                isolation: policy.isolation,
+                interference: model.interference,
+                bucket: model.heatmap_bucket_minutes as f64 * 60.0,
+            },
+            now: at(run.start, t),
+            start: run.start,
+            agent: colocation.is_some() && tick(model.agent_interval_seconds),
+            // Without an agent (baseline kinds) nobody reports a NodeMetric.
+            report: (colocation.is_some() && tick(model.report_interval_seconds)).then(|| {
+                let manager = colocation
+                    .map(|s| s.colocation.as_ref().is_some_and(|c| c.cluster.is_enabled()));
+                (manager, model.report_interval_seconds)
+            }),
+        };
+        let cluster_side = || -> Result<Vec<Start>, EngineError> {
+            if let Some(previous) = previous.take() {
+                phase(observe, Phase::Publish, || run.publish(previous))?;
+            }
+            phase(observe, Phase::Schedule, || {
+                while next_batch < workload.batch.len() && workload.batch[next_batch].arrival < t {
+                    let class =
+                        if policy.batch_resources() { PodClass::Batch } else { PodClass::Native };
+                    run.create(class, next_batch, workload.batch[next_batch].arrival);
+                    next_batch += 1;
+                }
+                run.submit_queued()?;
+                run.schedule(t - dt)
+            })
+        };
+        let node_side = || {
+            phase(observe, Phase::Nodes, || -> Result<StepOutcome, EngineError> {
+                Ok(StepOutcome {
+                    now: lane.now,
+                    nodes: nodes
+                        .par_iter_mut()
+                        .map_init(agent::strategies, |s, n| advance_node(n, s, &lane))
+                        .collect::<Result<_, _>>()?,
+                })
+            })
+        };
+        let (started, outcome) = rayon::join(cluster_side, node_side);
+        let (started, outcome) = (started?, outcome?);
+        phase(observe, Phase::Start, || {
+            for s in started {
+                nodes[s.node].start(s.pod, s.object);
+            }
+        });
+        records.push(phase(observe, Phase::Record, || run.record(t, &nodes, &outcome)));
+        previous = Some(outcome);
         observe(Event::Step { step: k, steps });
     }
-    Ok(run.finish(records))
+    if let Some(previous) = previous {
+        run.account(&previous);
+    }
+    Ok(run.finish(&nodes, records))
 }
 
 impl<'a> Run<'a> {
@@ -279,7 +458,7 @@ impl<'a> Run<'a> {
         scenario: &'a Scenario,
         workload: &'a Workload,
         policy: &'a Policy,
-    ) -> Result<Run<'a>, EngineError> {
+    ) -> Result<(Run<'a>, Vec<SimNode>), EngineError> {
         let start: Timestamp = START.parse().unwrap_or(Timestamp::UNIX_EPOCH);
         let binder = Arc::new(SimBinder::default());
         let mut scheduler =
@@ -341,19 +520,17 @@ impl<'a> Run<'a> {
         for p in &workload.batch {
             job_left[p.job as usize] += 1;
         }
-        Ok(Run {
+        let run = Run {
             scenario,
             workload,
             policy,
             scheduler,
             binder,
-            nodes,
             node_index,
             pods: Vec::new(),
             ls_queue: VecDeque::new(),
             queues: BTreeMap::new(),
             in_scheduler: BTreeMap::new(),
-            paths,
             start,
             submitted: 0,
             completed: 0,
@@ -364,9 +541,8 @@ impl<'a> Run<'a> {
             job_left,
             jobs_completed: 0,
             allocatable_updates: 0,
-            step_evictions: 0,
-            step_ooms: 0,
-        })
+        };
+        Ok((run, nodes))
     }
 
     fn create(&mut self, class: PodClass, source: usize, at_seconds: f64) {
@@ -430,32 +606,28 @@ impl<'a> Run<'a> {
         Ok(())
     }
 
-    fn schedule(&mut self, t: f64) -> Result<(), EngineError> {
+    /// Runs the scheduler until idle at `t`; returns the pods it bound.
+    fn schedule(&mut self, t: f64) -> Result<Vec<Start>, EngineError> {
         let now = at(self.start, t);
         self.scheduler.run_until_idle(now);
-        for req in self.binder.drain() {
+        let requests = self.binder.drain();
+        let mut started = Vec::with_capacity(requests.len());
+        for req in requests {
             let (Some(id), Some(&n)) = (pod_id(&req.uid), self.node_index.get(&req.node)) else {
                 continue;
             };
             let id = id as usize;
             let mut bound = self.object(id);
             objects::bind(&mut bound, &req.node);
-            if let Some(agent) = self.nodes[n].agent.as_mut() {
-                let state =
-                    agent::pod_state(&bound, &self.paths).map_err(|source| EngineError::Agent {
-                        policy: self.policy.name.clone(),
-                        pod: req.pod.clone(),
-                        source: Box::new(source),
-                    })?;
-                agent.state.pods.push(state);
-            }
             // Read once: the scheduler's informer copy and the node model's
             // view are the same reading of the bound pod.
             let info = PodInfo::new(bound).map_err(|e| EngineError::Apply {
                 policy: self.policy.name.clone(),
                 source: Box::new(ApplyError::from(e)),
             })?;
-            let view = info.view().clone();
+            let view = Box::new(info.view().clone());
+            // Every node of a co-location policy has an agent (Run::new).
+            let object = self.policy.slo.as_ref().map(|_| info.pod_arc().clone());
             self.scheduler.apply_pod_info(Arc::new(info), now);
             let r = &mut self.pods[id];
             r.state = State::Running;
@@ -480,7 +652,7 @@ impl<'a> Run<'a> {
                 PodClass::Ls => self.workload.ls[r.source].cpu_request,
                 _ => self.workload.batch[r.source].cpu_request,
             } as f64;
-            self.nodes[n].pods.push(NodePod {
+            let pod = NodePod {
                 id: id as u32,
                 view,
                 cpu_request,
@@ -490,15 +662,54 @@ impl<'a> Run<'a> {
                 window_cpu: 0.0,
                 window_memory: 0.0,
                 window_time: 0.0,
-            });
+            };
+            started.push(Start { node: n, pod, object });
+        }
+        Ok(started)
+    }
+
+    /// Hands a step's node results to the scheduler: the pods that left
+    /// (and the run's counts of them), then the NodeMetric reports, then
+    /// the updated Nodes — the order the real components' updates reach it.
+    fn publish(&mut self, outcome: StepOutcome) -> Result<(), EngineError> {
+        self.account(&outcome);
+        let now = outcome.now;
+        let mut reports = Vec::new();
+        let mut updated = Vec::new();
+        for o in outcome.nodes {
+            reports.extend(o.report.map(|r| *r));
+            updated.extend(o.updated.map(|n| *n));
+        }
+        if !reports.is_empty() {
+            self.scheduler.apply_usage_reports(reports, now);
+        }
+        for object in updated {
+            self.allocatable_updates += 1;
+            self.scheduler.apply_node(object, now).map_err(|source| EngineError::Apply {
+                policy: self.policy.name.clone(),
+                source: Box::new(source),
+            })?;
         }
         Ok(())
     }
 
-    /// A pod left node `n` (`state` says how).
-    fn leave(&mut self, n: usize, id: u32, state: State, now: Timestamp) {
-        let Some(pod) = self.nodes[n].remove(id) else { return };
-        let key = pod.view.key();
+    /// Takes the pods that left their nodes in a step out of the
+    /// scheduler's cache and counts them: completions and OOM kills of all
+    /// nodes first, then evictions (the order the node side found them).
+    fn account(&mut self, outcome: &StepOutcome) {
+        for evictions in [false, true] {
+            for o in &outcome.nodes {
+                for (id, key, state) in &o.left {
+                    if (*state == State::Evicted) == evictions {
+                        self.leave(*id, key, *state, outcome.now);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Pod `id` (key `key`) left its node (`state` says how).
+    fn leave(&mut self, id: u32, key: &str, state: State, now: Timestamp) {
         self.scheduler.remove_pod(key, now);
         let r = &mut self.pods[id as usize];
         r.state = state;
@@ -518,10 +729,8 @@ impl<'a> Run<'a> {
             (_, State::Evicted | State::OomKilled) => {
                 if state == State::Evicted {
                     self.evicted += 1;
-                    self.step_evictions += 1;
                 } else {
                     self.oom_killed += 1;
-                    self.step_ooms += 1;
                 }
                 if self.scenario.batch.retry_evicted {
                     let t = now.duration_since(self.start).as_secs_f64();
@@ -532,102 +741,11 @@ impl<'a> Run<'a> {
         }
     }
 
-    fn advance(
-        &mut self,
-        t: f64,
-        dt: f64,
-        observe: &mut dyn FnMut(Event),
-    ) -> Result<StepRecord, EngineError> {
-        let now = at(self.start, t);
-        let model = &self.scenario.model;
-        let inputs = StepInputs {
-            t,
-            dt,
-            isolation: self.policy.isolation,
-            interference: model.interference,
-            bucket: model.heatmap_bucket_minutes as f64 * 60.0,
-        };
-        observe(Event::Phase(Phase::Nodes));
-        let node_steps: Vec<_> = self.nodes.par_iter_mut().map(|n| n.step(&inputs)).collect();
-        self.step_evictions = 0;
-        self.step_ooms = 0;
-        for n in 0..self.nodes.len() {
-            let exits = std::mem::take(&mut self.nodes[n].exits);
-            for (id, exit) in exits {
-                let state = match exit {
-                    Exit::Completed => State::Completed,
-                    Exit::OomKilled => State::OomKilled,
-                };
-                self.leave(n, id, state, now);
-            }
-        }
-        let tick = |interval: u64| (t.round() as u64).is_multiple_of(interval);
-        observe(Event::Phase(Phase::Agent));
-        if self.policy.slo.is_some() && tick(model.agent_interval_seconds) {
-            let evictions: Vec<_> = self
-                .nodes
-                .par_iter_mut()
-                .map_init(agent::strategies, |s, n| agent::round(n, s, now))
-                .collect();
-            for (n, list) in evictions.into_iter().enumerate() {
-                for (id, _strategy) in list {
-                    self.leave(n, id, State::Evicted, now);
-                }
-            }
-        }
-        observe(Event::Phase(Phase::Reports));
-        // Without an agent (baseline kinds) nobody reports a NodeMetric.
-        if self.policy.slo.is_some() && tick(model.report_interval_seconds) {
-            let manager = self
-                .policy
-                .slo
-                .as_ref()
-                .map(|s| s.colocation.as_ref().is_some_and(|c| c.cluster.is_enabled()));
-            let interval = model.report_interval_seconds;
-            let reports: Vec<_> = self
-                .nodes
-                .par_iter_mut()
-                .map(|n| manager::report(n, manager, interval, now))
-                .collect();
-            observe(Event::Phase(Phase::Publish));
-            let (metrics, changed): (Vec<_>, Vec<_>) =
-                reports.into_iter().map(|r| (r.metric, r.allocatable_changed)).unzip();
-            // The round's reports first, then the Nodes the manager changed:
-            // each node's own order (its report, then its Node) is kept.
-            self.scheduler.apply_usage_reports(metrics, now);
-            for (n, allocatable_changed) in changed.into_iter().enumerate() {
-                if allocatable_changed {
-                    self.allocatable_updates += 1;
-                    let node = &mut self.nodes[n];
-                    let object = objects::node_object(
-                        &node.name,
-                        &node.labels,
-                        node.capacity,
-                        node.allocatable,
-                        &node.extended,
-                        self.start,
-                    );
-                    if let Ok(view) = NodeView::from_node(&object) {
-                        node.view = view;
-                    }
-                    agent::refresh_allocatable(node);
-                    self.scheduler.apply_node(object, now).map_err(|source| {
-                        EngineError::Apply {
-                            policy: self.policy.name.clone(),
-                            source: Box::new(source),
-                        }
-                    })?;
-                }
-            }
-        }
-        observe(Event::Phase(Phase::Record));
-        Ok(self.record(t, &node_steps))
-    }
-
-    fn record(&self, t: f64, steps: &[crate::node::NodeStep]) -> StepRecord {
+    fn record(&self, t: f64, nodes: &[SimNode], outcome: &StepOutcome) -> StepRecord {
         let mut r = StepRecord { hour: t / 3600.0, ..StepRecord::default() };
         let (mut cap, mut mem_cap, mut mem) = (0.0, 0.0, 0.0);
-        for (n, s) in self.nodes.iter().zip(steps) {
+        for (n, o) in nodes.iter().zip(&outcome.nodes) {
+            let s = &o.step;
             cap += n.capacity.0 as f64;
             mem_cap += n.capacity.1 as f64;
             mem += s.memory;
@@ -655,15 +773,18 @@ impl<'a> Run<'a> {
         }
         r.be_pending = (self.in_scheduler.values().sum::<usize>()
             + self.queues.values().map(VecDeque::len).sum::<usize>()) as u64;
-        r.evictions = self.step_evictions;
-        r.oom_kills = self.step_ooms;
+        let left = |state: State| {
+            outcome.nodes.iter().flat_map(|o| &o.left).filter(|(.., s)| *s == state).count() as u64
+        };
+        r.evictions = left(State::Evicted);
+        r.oom_kills = left(State::OomKilled);
         r
     }
 
-    fn finish(self, steps: Vec<StepRecord>) -> RunResult {
+    fn finish(self, nodes: &[SimNode], steps: Vec<StepRecord>) -> RunResult {
         let dt = self.scenario.step_seconds as f64;
         let utilization: Vec<f64> = steps.iter().map(|s| s.cpu_utilization).collect();
-        let cap: f64 = self.nodes.iter().map(|n| n.capacity.0 as f64 / 1000.0).sum();
+        let cap: f64 = nodes.iter().map(|n| n.capacity.0 as f64 / 1000.0).sum();
         let mean = |f: &dyn Fn(&StepRecord) -> f64| {
             if steps.is_empty() {
                 0.0
@@ -672,9 +793,9 @@ impl<'a> Run<'a> {
             }
         };
         let ls_demand: f64 = steps.iter().map(|s| s.ls_demand * dt).sum();
-        let ls_starved: f64 = self.nodes.iter().map(|n| n.starved).sum::<f64>() / 1000.0;
+        let ls_starved: f64 = nodes.iter().map(|n| n.starved).sum::<f64>() / 1000.0;
         let mut latency = Histogram::default();
-        for n in &self.nodes {
+        for n in nodes {
             latency.merge(&n.latency);
         }
         let count = |class: Option<PodClass>, state: State| {
@@ -689,10 +810,9 @@ impl<'a> Run<'a> {
         let horizon = self.scenario.duration_hours * 3600.0;
         let bucket = self.scenario.model.heatmap_bucket_minutes as f64 * 60.0;
         let heat = HeatMap {
-            nodes: self.nodes.iter().map(|n| n.name.clone()).collect(),
+            nodes: nodes.iter().map(|n| n.name.clone()).collect(),
             bucket_hours: bucket / 3600.0,
-            rows: self
-                .nodes
+            rows: nodes
                 .iter()
                 .map(|n| {
                     n.heat
@@ -708,7 +828,7 @@ impl<'a> Run<'a> {
         };
         let summary = Summary {
             policy: self.policy.name.clone(),
-            nodes: self.nodes.len(),
+            nodes: nodes.len(),
             hours: self.scenario.duration_hours,
             cpu_utilization_avg: mean(&|s| s.cpu_utilization),
             cpu_utilization_p95: quantile(&utilization, 0.95),

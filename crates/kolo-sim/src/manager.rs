@@ -50,7 +50,7 @@ pub fn report(
     let Some(cluster_enabled) = manager else {
         return Report { metric, allocatable_changed: false };
     };
-    let views: Vec<&PodView> = node.pods.iter().map(|p| &p.view).collect();
+    let views: Vec<&PodView> = node.pods.iter().map(|p| &*p.view).collect();
     let result = calculate(&NodeInputs {
         node: &node.view,
         pods: &views,

@@ -4,6 +4,9 @@
 //! reports.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Pod;
 
 use kolo_core::node::NodeView;
 use kolo_core::pod::PodView;
@@ -52,8 +55,10 @@ pub enum Exit {
 pub struct NodePod {
     /// The engine's pod id.
     pub id: u32,
-    /// The bound pod as the components read it.
-    pub view: PodView,
+    /// The bound pod as the components read it (boxed: the node model's
+    /// per-step loops touch every pod's other fields, and a view inline
+    /// would triple the memory they walk).
+    pub view: Box<PodView>,
     /// Its CPU request (its `cpu.shares` weight), milli.
     pub cpu_request: f64,
     /// What it does.
@@ -206,6 +211,16 @@ impl SimNode {
         }
     }
 
+    /// Starts a pod the scheduler bound; on a node with an agent, `object`
+    /// (the bound Pod) is read into the agent's state at the node's next
+    /// step ([`crate::agent::read_started`]).
+    pub fn start(&mut self, pod: NodePod, object: Option<Arc<Pod>>) {
+        if let (Some(agent), Some(object)) = (self.agent.as_mut(), object) {
+            agent.started.push(object);
+        }
+        self.pods.push(pod);
+    }
+
     /// Removes a pod (and its agent state); returns it.
     pub fn remove(&mut self, id: u32) -> Option<NodePod> {
         let i = self.pods.iter().position(|p| p.id == id)?;
@@ -343,7 +358,7 @@ mod tests {
     fn be(id: u32, demand: f64, left: f64, memory: f64) -> NodePod {
         NodePod {
             id,
-            view: PodView::new("b", &id.to_string()),
+            view: Box::new(PodView::new("b", &id.to_string())),
             cpu_request: demand,
             work: Work::Be { demand, left, memory },
             cpu: 0.0,

@@ -16,7 +16,7 @@ fn small() -> Scenario {
 fn run(s: &Scenario, policy: &str) -> RunResult {
     let w = workload::generate(s, engine::cluster_size(s));
     let p = Policy::resolve(policy, s).unwrap();
-    engine::run(s, &w, &p, &mut |_| {}).unwrap()
+    engine::run(s, &w, &p, &|_| {}).unwrap()
 }
 
 #[test]
@@ -57,4 +57,16 @@ fn same_result_on_one_thread_and_many() {
         .install(|| run(&s, "colocation"));
     assert_eq!(one.summary, many.summary);
     assert_eq!(one.steps, many.steps);
+}
+
+#[test]
+fn bound_pods_start_at_the_next_step() {
+    // LS pods are created at the start and bound in step 1; the node side
+    // of step 1 runs alongside the scheduler, so they run from step 2 on.
+    let s = small();
+    for policy in ["baseline", "colocation"] {
+        let r = run(&s, policy);
+        assert_eq!(r.steps[0].ls_cpu, 0.0, "{policy}: {:?}", r.steps[0]);
+        assert!(r.steps[1].ls_cpu > 0.0, "{policy}: {:?}", r.steps[1]);
+    }
 }

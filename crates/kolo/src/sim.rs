@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
@@ -204,7 +205,7 @@ pub fn run(
             )?;
             write!(out, "{}", table::render(&runs))?;
             if args.timings {
-                writeln!(out, "\nwall time by phase:")?;
+                writeln!(out, "\nwall time by phase (Publish and Schedule run alongside Nodes):")?;
                 for (name, phases) in &timings {
                     let parts: Vec<String> = phases
                         .iter()
@@ -250,7 +251,6 @@ fn run_policy(
     policy: &Policy,
     bar: ProgressBar,
 ) -> Result<(PolicyRun, Phases), engine::EngineError> {
-    let steps = scenario.steps();
     bar.set_style(
         ProgressStyle::with_template("{prefix:>12} [{bar:40}] {percent:>3}% {msg} ({elapsed})")
             .unwrap_or_else(|_| ProgressStyle::default_bar())
@@ -259,23 +259,28 @@ fn run_policy(
     bar.set_prefix(policy.name.clone());
     let hours_per_step = scenario.step_seconds as f64 / 3600.0;
     let started = Instant::now();
-    let mut phases = Phases::new();
-    let mut current: Option<(Phase, Instant)> = None;
-    let result = engine::run(scenario, workload, policy, &mut |event| {
-        let now = Instant::now();
-        if let Some((phase, since)) = current.take() {
-            *phases.entry(phase).or_default() += now - since;
+    // Phases begin and end on the thread that runs them; the cluster side
+    // (Publish, Schedule) overlaps the node side (Nodes).
+    let timing: Mutex<(Phases, BTreeMap<Phase, Instant>)> = Mutex::default();
+    let result = engine::run(scenario, workload, policy, &|event| match event {
+        Event::Begin(phase) => {
+            let mut t = timing.lock().unwrap_or_else(|p| p.into_inner());
+            t.1.insert(phase, Instant::now());
         }
-        match event {
-            Event::Phase(phase) => current = Some((phase, now)),
-            Event::Step { step, steps: _ } => {
-                if step % 60 == 0 || step == steps {
-                    bar.set_position(step);
-                    bar.set_message(format!("{:.1} h simulated", step as f64 * hours_per_step));
-                }
+        Event::End(phase) => {
+            let mut t = timing.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(since) = t.1.remove(&phase) {
+                *t.0.entry(phase).or_default() += since.elapsed();
+            }
+        }
+        Event::Step { step, steps } => {
+            if step % 60 == 0 || step == steps {
+                bar.set_position(step);
+                bar.set_message(format!("{:.1} h simulated", step as f64 * hours_per_step));
             }
         }
     })?;
+    let phases = timing.into_inner().unwrap_or_else(|p| p.into_inner()).0;
     bar.finish_and_clear();
     let run = PolicyRun {
         result,
