@@ -42,7 +42,7 @@ use kolo_api::crd::NodeSLOSpec;
 use kolo_api::kube_qos::KubeQoSClass;
 use kolo_core::cpuset::CpuSet;
 
-use super::cpu_pools::pools;
+use super::cpu_pools::{pools, usable_cpus};
 use super::eviction_order::{enabled_thresholds, percent, percent_of};
 use super::{NodeState, Plan, Strategy};
 use crate::cgroup::{CgroupDir, CgroupWrite, Resource, Value};
@@ -255,7 +255,7 @@ fn write_cpuset(node: &NodeState, set: &CpuSet, plan: &mut Plan, reason: &str) {
 /// Writes the full BE cpuset (all BE CPUs but LSE pods') unless the BE
 /// dir already has it.
 fn recover_cpuset(node: &NodeState, plan: &mut Plan, why: &str) {
-    let usable = pools(node).usable;
+    let usable = usable_cpus(node);
     if usable.is_empty() || node.be.cpuset.as_ref() == Some(&usable) {
         return;
     }
@@ -276,8 +276,10 @@ fn recover_quota(node: &NodeState, plan: &mut Plan, why: &str) {
 }
 
 fn by_cpuset(node: &NodeState, b: Budget, plan: &mut Plan) {
-    let pools = pools(node);
-    let available = pools.usable.len();
+    // Most rounds keep the count (hysteresis): the pools' split is only
+    // built when the cpuset moves.
+    let usable = usable_cpus(node);
+    let available = usable.len();
     if available == 0 {
         return;
     }
@@ -286,7 +288,7 @@ fn by_cpuset(node: &NodeState, b: Budget, plan: &mut Plan) {
     } else {
         node.cpu_cores.len()
     };
-    let current = node.be.cpuset.as_ref().filter(|c| c.is_subset(&pools.usable));
+    let current = node.be.cpuset.as_ref().filter(|c| c.is_subset(&usable));
     let n = target_cpus(
         b.suppress,
         current.map(CpuSet::len),
@@ -295,7 +297,7 @@ fn by_cpuset(node: &NodeState, b: Budget, plan: &mut Plan) {
         dead_band(node.capacity.cpu_milli),
     );
     if current.is_none_or(|c| c.len() != n) {
-        let set = pools.place(n, &node.cpu_cores);
+        let set = pools(node).place(n, &node.cpu_cores);
         let reason = format!(
             "BE budget {}m (non-BE {}m, system {}m) → {n} CPUs {set} (was {})",
             b.suppress,

@@ -48,6 +48,7 @@
 
 use std::collections::HashMap;
 
+use foldhash::fast::FixedState;
 use kolo_api::{PriorityClass, QoSClass};
 use kolo_core::pod::{PodPhase, PodView};
 use serde::Serialize;
@@ -162,8 +163,11 @@ pub struct OptionalAmounts {
 fn accumulate(pods: &[&PodView], metric: &MetricInputs) -> (CpuMem, CpuMem, CpuMem, PodTerms) {
     let mut terms = PodTerms::default();
     // Key → (index, consumed). A key reported twice keeps its last entry,
-    // as the reference's map does.
-    let mut by_key: HashMap<&str, (usize, bool)> = HashMap::with_capacity(metric.pods.len());
+    // as the reference's map does. Built for every node on every report,
+    // so with a fast hash (SipHash was most of this function's time); the
+    // keys are the cluster's own pod keys, nothing to defend against.
+    let mut by_key: HashMap<&str, (usize, bool), FixedState> =
+        HashMap::with_capacity_and_hasher(metric.pods.len(), FixedState::default());
     for (i, m) in metric.pods.iter().enumerate() {
         by_key.insert(&m.key, (i, false));
     }
