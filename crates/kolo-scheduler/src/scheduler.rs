@@ -321,11 +321,17 @@ impl Scheduler {
     /// reports (in order; of two for one node the later counts): the same
     /// outcome, with the plugins applying the round at once
     /// ([`ClusterEventHandler::on_node_metrics`]; LoadAwareScheduling does
-    /// its nodes in parallel).
-    pub fn apply_usage_reports(&mut self, reports: Vec<NodeUsageReport>, now: Timestamp) {
-        let mut changed = Vec::with_capacity(reports.len());
+    /// its nodes in parallel). Reports may come shared already (`Arc`), so
+    /// a caller that built them elsewhere hands them over without a copy.
+    pub fn apply_usage_reports<R: Into<Arc<NodeUsageReport>>>(
+        &mut self,
+        reports: impl IntoIterator<Item = R>,
+        now: Timestamp,
+    ) {
+        let reports = reports.into_iter();
+        let mut changed = Vec::with_capacity(reports.size_hint().0);
         for report in reports {
-            for change in self.cache.apply_node_metric(Arc::new(report)) {
+            for change in self.cache.apply_node_metric(report.into()) {
                 if let CacheChange::NodeMetricUpdated(id) = change {
                     changed.push(id);
                 }

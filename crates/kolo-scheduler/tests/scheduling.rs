@@ -593,7 +593,7 @@ proptest! {
                 one.apply_node_metric(m.clone(), now);
             }
             batch.apply_usage_reports(
-                metrics.iter().map(kolo_core::usage_report::NodeUsageReport::read).collect(),
+                metrics.iter().map(kolo_core::usage_report::NodeUsageReport::read),
                 now,
             );
         }

@@ -282,9 +282,10 @@ struct NodeOutcome {
     /// Pods that left the node: engine id, pod key, how (completions and
     /// OOM kills first, then the agent's evictions).
     left: Vec<(u32, Arc<str>, State)>,
-    /// The node's NodeMetric, on a report step (boxed, as the Node: a step
-    /// collects one outcome per node, and most steps have neither).
-    report: Option<Box<NodeUsageReport>>,
+    /// The node's NodeMetric, on a report step (shared, as the scheduler
+    /// keeps it; the Node boxed: a step collects one outcome per node, and
+    /// most steps have neither).
+    report: Option<Arc<NodeUsageReport>>,
     /// The node's Node object, when the manager changed its co-location
     /// resources.
     updated: Option<Box<Node>>,
@@ -348,7 +349,7 @@ fn advance_node(
     let (mut report, mut updated) = (None, None);
     if let Some((manager, interval)) = lane.report {
         let r = manager::report(node, manager, interval, lane.now);
-        report = Some(Box::new(r.metric));
+        report = Some(Arc::new(r.metric));
         if r.allocatable_changed {
             let object = objects::node_object(
                 &node.name,
@@ -677,7 +678,7 @@ impl<'a> Run<'a> {
         let mut reports = Vec::new();
         let mut updated = Vec::new();
         for o in outcome.nodes {
-            reports.extend(o.report.map(|r| *r));
+            reports.extend(o.report);
             updated.extend(o.updated.map(|n| *n));
         }
         if !reports.is_empty() {
