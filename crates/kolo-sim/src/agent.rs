@@ -23,6 +23,7 @@ use kolo_api::crd::NodeSLOSpec;
 use kolo_api::kube_qos::KubeQoSClass;
 use kolo_core::clock::Timestamp;
 use kolo_core::cpuset::CpuSet;
+use kolo_core::pod::pod_key;
 use kolo_core::resources::ResourceVector;
 
 use crate::node::SimNode;
@@ -121,12 +122,11 @@ pub fn read_started(node: &mut SimNode, paths: &PodPaths) -> Result<(), (String,
     for pod in agent.started.drain(..) {
         let state = pod_state(&pod, paths).map_err(|e| {
             let meta = &pod.metadata;
-            let key = format!(
-                "{}/{}",
+            let key = pod_key(
                 meta.namespace.as_deref().unwrap_or_default(),
-                meta.name.as_deref().unwrap_or_default()
+                meta.name.as_deref().unwrap_or_default(),
             );
-            (key, e)
+            (key.to_string(), e)
         })?;
         agent.state.pods.push(state);
     }

@@ -30,8 +30,8 @@
 //! in a step runs from the next one: the kubelet's start-up takes one step)
 //! and the step's cluster totals are recorded.
 //!
-//! The scheduler therefore decides, as before, on the cluster as it was at
-//! the end of the previous step; the node side never waits for it.
+//! The scheduler therefore decides on the cluster as it was at the end of
+//! the previous step; the node side never waits for it.
 //!
 //! The engine is a pure function of (scenario, workload, policy): no clock,
 //! no I/O; nodes advance in parallel but every result is combined in node
@@ -282,12 +282,12 @@ struct NodeOutcome {
     /// Pods that left the node: engine id, pod key, how (completions and
     /// OOM kills first, then the agent's evictions).
     left: Vec<(u32, Arc<str>, State)>,
-    /// The node's NodeMetric, on a report step (shared, as the scheduler
-    /// keeps it; the Node boxed: a step collects one outcome per node, and
-    /// most steps have neither).
+    /// The node's NodeMetric, on a report step (shared: the scheduler keeps
+    /// it as it is).
     report: Option<Arc<NodeUsageReport>>,
     /// The node's Node object, when the manager changed its co-location
-    /// resources.
+    /// resources (boxed: a step collects one outcome per node, and most
+    /// have none).
     updated: Option<Box<Node>>,
 }
 
@@ -390,7 +390,8 @@ pub fn run(
     for k in 1..=steps {
         let t = k as f64 * dt;
         let tick = |interval: u64| (t.round() as u64).is_multiple_of(interval);
-        let colocation = policy.slo.as_ref();
+        // Only co-location kinds (with an SLO) run agents and reports.
+        let slo = policy.slo.as_ref();
         let lane = NodeLane {
             policy: &policy.name,
             paths: &paths,
@@ -403,11 +404,11 @@ pub fn run(
             },
             now: at(run.start, t),
             start: run.start,
-            agent: colocation.is_some() && tick(model.agent_interval_seconds),
+            agent: slo.is_some() && tick(model.agent_interval_seconds),
             // Without an agent (baseline kinds) nobody reports a NodeMetric.
-            report: (colocation.is_some() && tick(model.report_interval_seconds)).then(|| {
-                let manager = colocation
-                    .map(|s| s.colocation.as_ref().is_some_and(|c| c.cluster.is_enabled()));
+            report: (slo.is_some() && tick(model.report_interval_seconds)).then(|| {
+                let manager =
+                    slo.map(|s| s.colocation.as_ref().is_some_and(|c| c.cluster.is_enabled()));
                 (manager, model.report_interval_seconds)
             }),
         };

@@ -55,35 +55,27 @@ pub fn bound_cpus(pod: &PodState) -> Option<CpuSet> {
 /// into pools: all a suppression round needs unless it moves the BE
 /// cpuset, so the LSR bindings are only read when it does.
 pub fn usable_cpus(node: &NodeState) -> CpuSet {
-    let mut lse = CpuSet::default();
-    for p in node.pods.iter().filter(|p| !p.pod.terminated && p.pod.qos == QoSClass::LSE) {
+    node.be_cpus.difference(&bound_union(node, QoSClass::LSE))
+}
+
+/// The CPUs the running pods of class `qos` are bound to. The class is
+/// checked before the annotation is parsed: only LSE and LSR bindings
+/// shape the pools, and a JSON parse per pod and round (every 10 s on
+/// every node) for LS and BE pods was most of the pools' time.
+fn bound_union(node: &NodeState, qos: QoSClass) -> CpuSet {
+    let mut set = CpuSet::default();
+    for p in node.pods.iter().filter(|p| !p.pod.terminated && p.pod.qos == qos) {
         if let Some(cpus) = bound_cpus(p) {
-            lse.union_with(&cpus);
+            set.union_with(&cpus);
         }
     }
-    node.be_cpus.difference(&lse)
+    set
 }
 
 /// The pools of `node` from its running pods' bindings.
 pub fn pools(node: &NodeState) -> CpuPools {
-    let mut lse = CpuSet::default();
-    let mut lsr = CpuSet::default();
-    for p in node.pods.iter().filter(|p| !p.pod.terminated) {
-        // Only LSE and LSR bindings shape the pools, so the class is
-        // checked before the annotation is parsed: a JSON parse per pod
-        // and round (every 10 s on every node) for LS and BE pods, whose
-        // bindings change nothing, was most of this function's time.
-        let pool = match p.pod.qos {
-            QoSClass::LSE => &mut lse,
-            QoSClass::LSR => &mut lsr,
-            _ => continue,
-        };
-        if let Some(cpus) = bound_cpus(p) {
-            pool.union_with(&cpus);
-        }
-    }
-    let usable = node.be_cpus.difference(&lse);
-    let lsr = lsr.intersection(&usable);
+    let usable = usable_cpus(node);
+    let lsr = bound_union(node, QoSClass::LSR).intersection(&usable);
     let ls = usable.difference(&lsr);
     CpuPools { usable, lsr, ls }
 }
