@@ -35,6 +35,9 @@ pub struct ProbeReading {
     pub node_cores: f64,
     /// CPU used by the BE QoS cgroup (all BE pods), cores.
     pub be_cores: f64,
+    /// CPU used by the whole node over the probe interval before this one,
+    /// cores (0 when this is the first interval).
+    pub node_cores_before: f64,
 }
 
 impl ProbeReading {
@@ -71,8 +74,15 @@ impl SurgeRule {
     /// cold in that interval and the surge would wait a probe longer
     /// (measured: 120-141 ms instead of < 100 ms). The re-plan itself
     /// decides from the budget whether anything must be cut.
+    ///
+    /// Why the node's CPU of this interval *or the one before*: a BE quota
+    /// lets the BE cgroup run only part of each 100 ms CFS period once it
+    /// has spent the quota, so a 50 ms interval can show the node well
+    /// under its real load while LS already surges (measured: 1.44 of 2
+    /// cores in the interval a surge began, full just before), and the
+    /// surge would wait one more probe.
     pub fn is_surge(&self, now: &ProbeReading, seen_non_be_cores: f64) -> bool {
-        now.node_cores >= (self.hot - self.jump) * self.capacity_cores
+        now.node_cores.max(now.node_cores_before) >= (self.hot - self.jump) * self.capacity_cores
             && now.non_be_cores() - seen_non_be_cores >= self.jump * self.capacity_cores
     }
 }
@@ -84,6 +94,8 @@ pub struct FastProbe {
     be: OpenFile,
     buf: ReadBuf,
     last: Option<(u64, u64, Timestamp)>,
+    /// The node's CPU over the last interval, cores.
+    last_node_cores: Option<f64>,
 }
 
 impl FastProbe {
@@ -94,6 +106,7 @@ impl FastProbe {
             be: OpenFile::new(cgroups.read_path(be_dir, Resource::CpuacctUsage)?),
             buf: ReadBuf::new(),
             last: None,
+            last_node_cores: None,
         })
     }
 
@@ -114,13 +127,16 @@ impl FastProbe {
         };
         let dt = now.duration_since(last_at).as_secs_f64();
         if dt <= 0.0 || node_ns < last_node || be_ns < last_be {
+            self.last_node_cores = None;
             return Ok(None);
         }
         let cores = |ns: u64, last: u64| (ns - last) as f64 / 1e9 / dt;
+        let node_cores = cores(node_ns, last_node);
         Ok(Some(ProbeReading {
             at: now,
-            node_cores: cores(node_ns, last_node),
+            node_cores,
             be_cores: cores(be_ns, last_be),
+            node_cores_before: self.last_node_cores.replace(node_cores).unwrap_or(0.0),
         }))
     }
 }
@@ -130,7 +146,12 @@ mod tests {
     use super::*;
 
     fn reading(node: f64, be: f64) -> ProbeReading {
-        ProbeReading { at: Timestamp::UNIX_EPOCH, node_cores: node, be_cores: be }
+        ProbeReading {
+            at: Timestamp::UNIX_EPOCH,
+            node_cores: node,
+            be_cores: be,
+            node_cores_before: 0.0,
+        }
     }
 
     #[test]
@@ -151,6 +172,24 @@ mod tests {
             (2.0, 0.5, 1.9, false, "non-BE fell: falls wait for a full round"),
         ] {
             assert_eq!(rule.is_surge(&reading(node, be), seen), surge, "{why}");
+        }
+    }
+
+    #[test]
+    fn surge_rule_looks_at_the_interval_before_too() {
+        // A cfsQuota run at 90 % on 2 cores: hot − jump is 1.6 cores. The
+        // BE quota ran out within the CFS period, so the interval in which
+        // LS surged shows the node at 1.44 cores; it was full before.
+        let rule = SurgeRule { capacity_cores: 2.0, hot: 0.9, jump: 0.1 };
+        let during =
+            |before: f64| ProbeReading { node_cores_before: before, ..reading(1.44, 0.79) };
+        for (before, surge, why) in [
+            (1.97, true, "the node was full in the interval before: the surge counts"),
+            (1.6, true, "exactly hot − jump before"),
+            (1.2, false, "cold before and now: no pressure to answer"),
+            (0.0, false, "no interval before (first reading after a baseline)"),
+        ] {
+            assert_eq!(rule.is_surge(&during(before), 0.08), surge, "{why}");
         }
     }
 
@@ -187,9 +226,21 @@ mod tests {
         let r = probe.read(&cgroups, t1).unwrap().unwrap();
         assert!((r.node_cores - 2.0).abs() < 1e-9, "{r:?}");
         assert!((r.be_cores - 0.5).abs() < 1e-9, "{r:?}");
-        // The BE cgroup was recreated (its counter restarted): baseline again.
-        write(1_300_000_000, 10);
+        assert_eq!(r.node_cores_before, 0.0, "no interval before the first");
+        // The next 100 ms: 0.1 s of node CPU (1 core); the one before was 2.
+        write(1_300_000_000, 60_000_000);
         let t2 = t1 + std::time::Duration::from_millis(100);
-        assert_eq!(probe.read(&cgroups, t2).unwrap(), None);
+        let r = probe.read(&cgroups, t2).unwrap().unwrap();
+        assert!((r.node_cores - 1.0).abs() < 1e-9, "{r:?}");
+        assert!((r.node_cores_before - 2.0).abs() < 1e-9, "{r:?}");
+        // The BE cgroup was recreated (its counter restarted): baseline
+        // again, and no interval before the next one.
+        write(1_400_000_000, 10);
+        let t3 = t2 + std::time::Duration::from_millis(100);
+        assert_eq!(probe.read(&cgroups, t3).unwrap(), None);
+        write(1_500_000_000, 20_000_010);
+        let t4 = t3 + std::time::Duration::from_millis(100);
+        let r = probe.read(&cgroups, t4).unwrap().unwrap();
+        assert_eq!(r.node_cores_before, 0.0, "{r:?}");
     }
 }

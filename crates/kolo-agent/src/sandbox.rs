@@ -296,6 +296,48 @@ impl TestCgroups {
         }
     }
 
+    /// The cgroup of the node's own daemons, `system`, beside `kubepods`
+    /// at the default CPU weight (1024), with `kubepods` at the weight
+    /// the kubelet gives it (1024 per CPU): a node's shape. Created on the
+    /// first call; returns its relative path.
+    ///
+    /// Run an agent under test here ([`TestCgroups::command_in`]), not in
+    /// the caller's cgroup: the test root has the largest `cpu.shares`
+    /// (to shield measurements from compiles), so a process outside it
+    /// has 1/256 of the weight of the test's pods, and while they fill
+    /// every CPU its wake-ups wait tens of milliseconds — a delay no
+    /// node gives its agent.
+    pub fn system_cgroup(&mut self) -> io::Result<&'static str> {
+        const SYSTEM: &str = "system";
+        if !self.abs(Subsystem::Cpu, SYSTEM).exists() {
+            let cpus = thread::available_parallelism().map_or(1, |n| n.get());
+            self.write(Subsystem::Cpu, "kubepods", "cpu.shares", &(cpus * 1024).to_string())?;
+            self.mkdir_one(SYSTEM)?;
+        }
+        Ok(SYSTEM)
+    }
+
+    /// A command that runs `program` in the cgroup `rel` of every harness
+    /// hierarchy: a shell moves itself in, then `exec`s the program, so
+    /// the program is there from its first instruction. Add its arguments
+    /// and spawn it as usual; kill it before the `TestCgroups` is dropped
+    /// (a cgroup with a process in it cannot be removed).
+    pub fn command_in(&self, rel: &str, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let procs: Vec<String> = CONTROLLERS
+            .iter()
+            .map(|s| self.abs(*s, rel).join("cgroup.procs").display().to_string())
+            .collect();
+        let mut cmd = Command::new("/bin/sh");
+        cmd.env("KOLO_CGROUP_PROCS", procs.join(":"))
+            .arg("-c")
+            .arg(
+                r#"IFS=:; for f in $KOLO_CGROUP_PROCS; do echo $$ > "$f" || exit 1; done; unset IFS KOLO_CGROUP_PROCS; exec "$@""#,
+            )
+            .arg("sh")
+            .arg(program);
+        cmd
+    }
+
     /// Starts a [`Workload::SpinOnResume`] process (`SIGCONT`).
     pub fn resume(&self, pid: u32) -> io::Result<()> {
         let status = Command::new("kill").args(["-CONT", &pid.to_string()]).status()?;

@@ -389,6 +389,42 @@ fn guard_kills_and_removes_everything_even_on_panic() {
     assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists(), "process {pid} still alive");
 }
 
+/// The harness's `system` cgroup has a node's shape (kubepods weighted
+/// 1024 per CPU, system at the default), and `command_in` starts a
+/// program inside it in every hierarchy: the bench and the agent tests
+/// rely on both so the agent gets the CPU it would get on a node.
+#[test]
+fn command_in_runs_the_program_in_the_system_cgroup() {
+    let mut t = harness!("command_in_runs_the_program_in_the_system_cgroup");
+    let system = t.system_cgroup().unwrap();
+    assert_eq!(t.system_cgroup().unwrap(), system, "created once");
+    let cpus = thread::available_parallelism().map_or(1, |n| n.get());
+    assert_eq!(
+        t.read(Subsystem::Cpu, "kubepods", "cpu.shares").unwrap(),
+        (cpus * 1024).to_string()
+    );
+    assert_eq!(t.read(Subsystem::Cpu, system, "cpu.shares").unwrap(), "1024");
+    let mut child = t.command_in(system, "sleep").arg("30").spawn().unwrap();
+    let pid = child.id();
+    // The shell joins, then execs: the pid is the program's from the start.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let comm = || fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    while comm().trim() != "sleep" {
+        assert!(Instant::now() < deadline, "the program never ran: {:?}", comm());
+        thread::sleep(Duration::from_millis(10));
+    }
+    let cgroups = fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    for subsystem in ["cpu", "cpuacct", "cpuset", "memory"] {
+        let line = cgroups
+            .lines()
+            .find(|l| l.split(':').nth(1).is_some_and(|c| c.split(',').any(|c| c == subsystem)))
+            .unwrap_or_else(|| panic!("no {subsystem} line in {cgroups}"));
+        let want = format!("/{}/{system}", t.name());
+        assert!(line.ends_with(&want), "{subsystem}: {line} (want …{want})");
+    }
+}
 /// The cost of one collection round over 150 pods × 2 containers (450
 /// cgroups, 900 file reads). Printed; the bound is loose because test
 /// builds are unoptimised.

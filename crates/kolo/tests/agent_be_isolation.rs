@@ -26,7 +26,7 @@ fn be_cpu(s: &TestCgroups) -> (String, String) {
 /// Runs the agent on `pods` with `node_slo` until the BE QoS cgroup's
 /// (`cpu.idle`, `cpu.shares`) are `want` or 15 s pass; returns them then.
 fn run_agent_until(
-    s: &TestCgroups,
+    s: &mut TestCgroups,
     pods: &[PodRef],
     node_slo: &str,
     want: (&str, &str),
@@ -37,7 +37,7 @@ fn run_agent_until(
     let slo = dir.path().join("nodeslo.yaml");
     std::fs::write(&slo, node_slo).unwrap();
     let log = std::fs::File::create(dir.path().join("agent.log")).unwrap();
-    let mut agent = common::standalone_agent(s.name(), &pods_path, &slo, 30, log);
+    let mut agent = common::standalone_agent(s, &pods_path, &slo, 30, log);
     let reached = |got: &(String, String)| (got.0.as_str(), got.1.as_str()) == want;
     let start = Instant::now();
     let mut got = be_cpu(s);
@@ -86,17 +86,17 @@ fn be_priority_follows_sched_idle_and_the_kernel() {
     );
 
     // schedIdle 0: the agent leaves idle first, then sets the minimal weight.
-    let got = run_agent_until(&sandbox, &pods, SCHED_IDLE_0, ("0", "2"));
+    let got = run_agent_until(&mut sandbox, &pods, SCHED_IDLE_0, ("0", "2"));
     assert_eq!(got, ("0".into(), "2".into()), "schedIdle 0");
 
     // schedIdle 1: idle on any kernel.
-    let got = run_agent_until(&sandbox, &pods, SCHED_IDLE_1, ("1", "2"));
+    let got = run_agent_until(&mut sandbox, &pods, SCHED_IDLE_1, ("1", "2"));
     assert_eq!(got.0, "1", "schedIdle 1");
 
     // Unset: by the kernel's scheduler.
     let eevdf = kernel::detect("/proc".as_ref(), "/sys".as_ref()) == Some(FairScheduler::Eevdf);
     let want = if eevdf { ("0", "2") } else { ("1", "2") };
-    let got = run_agent_until(&sandbox, &pods, DEFAULTS, want);
+    let got = run_agent_until(&mut sandbox, &pods, DEFAULTS, want);
     assert_eq!((got.0.as_str(), got.1.as_str()), want, "default on EEVDF={eevdf}");
     // The LS pod is never touched.
     let ls_pod = sandbox.pod_rel(KubeQoSClass::Burstable, &test_uid(2));

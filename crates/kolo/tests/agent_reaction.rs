@@ -60,7 +60,7 @@ fn be_is_throttled_when_ls_surges_and_released_after() {
     )
     .unwrap();
     let log = std::fs::File::create(dir.path().join("agent.log")).unwrap();
-    let mut agent = common::standalone_agent(sandbox.name(), &pods, &slo, 60, log);
+    let mut agent = common::standalone_agent(&mut sandbox, &pods, &slo, 60, log);
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         // BE alone: budget = 2000m × 65 % − (system) ≈ 1300m → quota ≈
         // 130000. The first rounds have no pod samples yet (a pod's first

@@ -64,7 +64,7 @@ pub(super) fn measure(
     let log = std::fs::File::create(dir.path().join("agent.log"))?;
     let interval = interval_ms.to_string();
     let mut child =
-        spawn_agent(&sandbox, &pods_path, &["--dry-run", "--interval-ms", &interval], log)?;
+        spawn_agent(&mut sandbox, &pods_path, &["--dry-run", "--interval-ms", &interval], log)?;
     let pid = child.id();
     std::thread::sleep(Duration::from_secs(warmup));
     let cpu_start = process_cpu_seconds(pid)?;

@@ -312,7 +312,7 @@ fn one_run(
             std::fs::write(&slo, slo_text)?;
             let log = std::fs::File::create(dir.path().join("agent.log"))?;
             let slo = slo.to_str().ok_or("temp path is not UTF-8")?.to_string();
-            agent = Some(spawn_agent(&tree.sandbox, &pods, &["--node-slo", &slo], log)?);
+            agent = Some(spawn_agent(&mut tree.sandbox, &pods, &["--node-slo", &slo], log)?);
             let quota = matches!(setup, Setup::Kolo { threshold } if threshold > 0);
             wait_for_isolation(
                 &tree.sandbox,
@@ -460,30 +460,50 @@ fn surge_reactions(tree: &mut Tree, surges: u32) -> Result<Reaction, BoxError> {
     let mut ms = Vec::new();
     let mut first_cut_ms = Vec::new();
     let mut released_s = Vec::new();
+    let system = tree.sandbox.system_cgroup()?;
+    let system_dirs: Vec<PathBuf> =
+        CONTROLLERS.iter().map(|s| tree.sandbox.abs(*s, system)).collect();
     for n in 0..surges {
         let before = settled_quota(&tree.sandbox)?;
         // The surge starts when the busy loop runs: it joins its cgroups
         // (tens of ms on cgroup v1, not counted) and waits stopped until
         // resumed here.
         let spinner = tree.sandbox.spawn(&tree.ls_rel, Workload::SpinOnResume)?;
-        let start = Instant::now();
-        tree.sandbox.resume(spinner)?;
-        let mut first_cut = None;
-        let reacted = loop {
-            let quota = be_quota_cores(&tree.sandbox)?;
-            if first_cut.is_none() && quota.is_some_and(|q| q < before - 1e-9) {
-                first_cut = Some(start.elapsed());
+        let start_and_watch = || {
+            let start = Instant::now();
+            tree.sandbox.resume(spinner)?;
+            let mut first_cut = None;
+            loop {
+                let quota = be_quota_cores(&tree.sandbox)?;
+                if first_cut.is_none() && quota.is_some_and(|q| q < before - 1e-9) {
+                    first_cut = Some(start.elapsed());
+                }
+                if quota.is_some_and(|q| q <= before - 0.5) {
+                    return Ok::<_, BoxError>(Some((start.elapsed(), first_cut)));
+                }
+                if start.elapsed() > Duration::from_secs(5) {
+                    return Ok(None);
+                }
+                std::thread::sleep(Duration::from_millis(1));
             }
-            if quota.is_some_and(|q| q <= before - 0.5) {
-                break Some(start.elapsed());
-            }
-            if start.elapsed() > Duration::from_secs(5) {
-                break None;
-            }
-            std::thread::sleep(Duration::from_millis(1));
         };
+        // From a thread in the tree's `system` cgroup, beside the agent:
+        // from the caller's cgroup, outside the test tree's large CPU
+        // weight, the thread that starts the surge and watches the quota
+        // would wait tens of milliseconds for a CPU while BE fills them
+        // (so would the `kill -CONT` it forks), and count that wait as the
+        // agent's.
+        let watched = std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    request_loop::enter_cgroup(&system_dirs)?;
+                    start_and_watch()
+                })
+                .join()
+                .map_err(|_| -> BoxError { "the surge thread panicked".into() })?
+        });
         tree.sandbox.kill(spinner);
-        let reacted = reacted.ok_or_else(|| {
+        let (reacted, first_cut) = watched?.ok_or_else(|| {
             format!("surge {}: the BE quota did not drop from {before:.2} cores within 5 s", n + 1)
         })?;
         ms.push(reacted.as_secs_f64() * 1000.0);

@@ -16,7 +16,7 @@ mod request_loop;
 use std::error::Error;
 use std::io::Write;
 use std::path::Path;
-use std::process::{Child, Command as Process, Stdio};
+use std::process::{Child, Stdio};
 
 use kolo_agent::sandbox::TestCgroups;
 
@@ -112,14 +112,18 @@ pub fn run(command: Command, out: &mut dyn Write) -> Result<(), BoxError> {
 }
 
 /// Starts `kolo agent --standalone` (this binary) on `sandbox`'s tree, with
-/// the pods in `pods` and `extra` arguments; its log goes to `log`.
+/// the pods in `pods` and `extra` arguments; its log goes to `log`. The
+/// agent runs in the tree's `system` cgroup beside `kubepods`, with the
+/// CPU weight a node's daemons have (`TestCgroups::system_cgroup`).
 fn spawn_agent(
-    sandbox: &TestCgroups,
+    sandbox: &mut TestCgroups,
     pods: &Path,
     extra: &[&str],
     log: std::fs::File,
 ) -> Result<Child, BoxError> {
-    Ok(Process::new(std::env::current_exe()?)
+    let system = sandbox.system_cgroup()?;
+    Ok(sandbox
+        .command_in(system, std::env::current_exe()?)
         .args(["agent", "--standalone", "--cgroup-root", kolo_agent::sandbox::CGROUP_ROOT])
         .args(["--cgroup-driver", "cgroupfs", "--kubelet-cgroup-root", sandbox.name()])
         .arg("--pods")

@@ -112,20 +112,23 @@ pub fn cleanup(config: &Path, steps: &[Vec<&str>], namespace: &str) {
     }
 }
 
-/// Starts `kolo agent --standalone` on the test kubepods tree whose
-/// kubelet cgroup root is `kubelet_root` (a `TestCgroups` name), with a
-/// pods file and a NodeSLO file, for at most `seconds`; its log goes to
-/// `log`.
+/// Starts `kolo agent --standalone` on the test kubepods tree `sandbox`,
+/// with a pods file and a NodeSLO file, for at most `seconds`; its log
+/// goes to `log`. The agent runs in the tree's `system` cgroup, beside
+/// `kubepods`, as on a node (see `TestCgroups::system_cgroup`); kill it
+/// before dropping `sandbox`.
 pub fn standalone_agent(
-    kubelet_root: &str,
+    sandbox: &mut kolo_agent::sandbox::TestCgroups,
     pods: &Path,
     node_slo: &Path,
     seconds: u64,
     log: std::fs::File,
 ) -> std::process::Child {
-    kolo()
+    let system = sandbox.system_cgroup().expect("the test tree's system cgroup");
+    sandbox
+        .command_in(system, env!("CARGO_BIN_EXE_kolo"))
         .args(["agent", "--standalone", "--cgroup-root", "/sys/fs/cgroup"])
-        .args(["--cgroup-driver", "cgroupfs", "--kubelet-cgroup-root", kubelet_root])
+        .args(["--cgroup-driver", "cgroupfs", "--kubelet-cgroup-root", sandbox.name()])
         .args(["--duration", &seconds.to_string(), "--pods"])
         .arg(pods)
         .arg("--node-slo")
