@@ -500,6 +500,12 @@ impl<'a> Run<'a> {
                     (model.system_cpu * 1000.0, model.system_memory_gib * GIB),
                     strategy,
                 );
+                if !policy.aggregated_windows.is_empty() {
+                    node.usage_history = Some(crate::usage_history::UsageHistory::new(
+                        scenario.step_seconds,
+                        &policy.aggregated_windows,
+                    ));
+                }
                 if let Some(slo) = &policy.slo {
                     let spec = render_node_slo(
                         &slo.slo,

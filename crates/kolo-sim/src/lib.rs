@@ -26,4 +26,5 @@ pub mod report;
 pub mod scenario;
 pub mod snapshot;
 pub mod usage;
+pub mod usage_history;
 pub mod workload;

@@ -46,7 +46,10 @@ pub fn report(
         p.window_time = 0.0;
         usage
     });
-    let metric = usage_report(&node.name, (cpu, memory), system, pods, interval_seconds, now);
+    let mut metric = usage_report(&node.name, (cpu, memory), system, pods, interval_seconds, now);
+    if let Some(history) = &mut node.usage_history {
+        metric.aggregated_node_usages = history.aggregated();
+    }
     let Some(cluster_enabled) = manager else {
         return Report { metric, allocatable_changed: false };
     };

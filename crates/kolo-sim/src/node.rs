@@ -149,6 +149,9 @@ pub struct SimNode {
     pub latency: Histogram,
     /// LS CPU-seconds wanted but not got (cumulative, milli-s).
     pub starved: f64,
+    /// Usage per step for the NodeMetric's aggregated windows, when the
+    /// policy reads them.
+    pub usage_history: Option<crate::usage_history::UsageHistory>,
     ls: Class,
     be: Class,
     scratch: Scratch,
@@ -205,6 +208,7 @@ impl SimNode {
             heat: Vec::new(),
             latency: Histogram::default(),
             starved: 0.0,
+            usage_history: None,
             ls: Class::default(),
             be: Class::default(),
             scratch: Scratch::default(),
@@ -282,18 +286,21 @@ impl SimNode {
                 }
             }
             memory += p.memory;
-        }
-        memory = self.oom_kill(memory);
-        out.memory = memory;
-        for p in &mut self.pods {
+            // An OOM kill below ends the pod's report window with it, so
+            // this step may count before the kill is known.
             p.window_cpu += p.cpu * s.dt;
             p.window_memory += p.memory * s.dt;
             p.window_time += s.dt;
         }
+        memory = self.oom_kill(memory);
+        out.memory = memory;
         let used = got.system + got.ls + got.be;
         self.window_cpu += used * s.dt;
         self.window_memory += memory * s.dt;
         self.window_time += s.dt;
+        if let Some(history) = &mut self.usage_history {
+            history.push(used / 1000.0, memory);
+        }
         let bucket = ((s.t - s.dt * 0.5) / s.bucket).floor().max(0.0) as usize;
         if self.heat.len() <= bucket {
             self.heat.resize(bucket + 1, 0.0);

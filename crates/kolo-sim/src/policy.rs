@@ -17,9 +17,13 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
+use kolo_agent::nodemetric::DEFAULT_AGGREGATE_DURATIONS;
+use kolo_api::crd::parse_go_duration;
 use kolo_manager::config::{SloConfig, SloConfigStore};
 use kolo_scheduler::config::{ConfigError, SchedulerConfig};
+use kolo_scheduler::plugins::load_aware::LoadAwareSchedulingArgs;
 use serde::{Deserialize, Serialize};
 
 use crate::contention::Isolation;
@@ -92,6 +96,37 @@ fn default_colocation_slo() -> BTreeMap<String, String> {
     ])
 }
 
+/// The windows of the agent's `aggregatedNodeUsages`
+/// ([`DEFAULT_AGGREGATE_DURATIONS`]) that a profile of `scheduler` has
+/// LoadAwareScheduling filter or score on, shortest first. A duration of 0
+/// reads the largest window; a duration the agent does not report is read
+/// by no one (the plugin then falls back to its estimate, as against a
+/// real agent). Arguments that do not parse count as none: the scheduler
+/// refuses them when the run starts, naming the field.
+fn aggregated_windows_read(scheduler: &SchedulerConfig) -> Vec<Duration> {
+    let reported: Vec<Duration> =
+        DEFAULT_AGGREGATE_DURATIONS.iter().filter_map(|d| parse_go_duration(d)).collect();
+    let largest = reported.iter().max().copied();
+    let mut read: Vec<Duration> = scheduler
+        .profiles()
+        .iter()
+        .flat_map(|p| p.plugin_config.clone())
+        .filter(|c| c.name == "LoadAwareScheduling")
+        .filter_map(|c| serde_json::from_value::<LoadAwareSchedulingArgs>(c.args?).ok()?.aggregated)
+        .flat_map(|a| {
+            [
+                (a.usage_aggregation_type, a.usage_aggregated_duration),
+                (a.score_aggregation_type, a.score_aggregated_duration),
+            ]
+        })
+        .filter(|(statistic, _)| !statistic.is_empty())
+        .filter_map(|(_, d)| if d.is_zero() { largest } else { reported.contains(&d).then_some(d) })
+        .collect();
+    read.sort();
+    read.dedup();
+    read
+}
+
 /// A policy ready to run.
 #[derive(Debug, Clone)]
 pub struct Policy {
@@ -107,6 +142,12 @@ pub struct Policy {
     pub slo: Option<Arc<SloConfig>>,
     /// How the node's CPU is shared between LS and BE.
     pub isolation: Isolation,
+    /// The agent's aggregation windows that a profile's
+    /// LoadAwareScheduling filters or scores on
+    /// (`aggregated.usageAggregationType` / `scoreAggregationType` with
+    /// their durations); the nodes report `aggregatedNodeUsages` for those
+    /// ([`crate::usage_history`]). Empty: none.
+    pub aggregated_windows: Vec<Duration>,
 }
 
 /// A policy that cannot be run.
@@ -190,6 +231,7 @@ impl Policy {
             name: name.to_string(),
             kind: spec.kind,
             description: spec.description,
+            aggregated_windows: aggregated_windows_read(&scheduler),
             scheduler,
             slo,
             isolation,
@@ -235,5 +277,59 @@ mod tests {
         );
         let e = Policy::resolve("tight", &s).unwrap_err().to_string();
         assert!(e.contains("policies.tight.sloConfig") && e.contains("colocation-config"), "{e}");
+    }
+
+    #[test]
+    fn aggregated_windows_follow_the_load_aware_args() {
+        let profile = |args: &str| {
+            format!(
+                "profiles:\n- schedulerName: kolo-scheduler\n  pluginConfig:\n  - name: LoadAwareScheduling\n    args: {args}\n"
+            )
+        };
+        let min = |m: u64| Duration::from_secs(m * 60);
+        let mut s = Scenario::builtin();
+        for (name, config, want) in [
+            ("default", None, vec![]),
+            (
+                "p95-filter",
+                Some(profile(
+                    r#"{aggregated: {usageThresholds: {cpu: 70}, usageAggregationType: p95, usageAggregatedDuration: 5m}}"#,
+                )),
+                vec![min(5)],
+            ),
+            (
+                "avg-score-largest",
+                Some(profile(r#"{aggregated: {scoreAggregationType: avg}}"#)),
+                vec![min(30)],
+            ),
+            (
+                "both",
+                Some(profile(
+                    r#"{aggregated: {usageAggregationType: p90, usageAggregatedDuration: 10m, scoreAggregationType: p50, scoreAggregatedDuration: 5m}}"#,
+                )),
+                vec![min(5), min(10)],
+            ),
+            (
+                "not-reported",
+                Some(profile(
+                    r#"{aggregated: {usageAggregationType: p90, usageAggregatedDuration: 7m}}"#,
+                )),
+                vec![],
+            ),
+            ("empty-types", Some(profile(r#"{aggregated: {usageThresholds: {cpu: 70}}}"#)), vec![]),
+            ("no-aggregated", Some(profile(r#"{usageThresholds: {cpu: 65}}"#)), vec![]),
+        ] {
+            s.policies.insert(
+                name.into(),
+                PolicySpec {
+                    kind: PolicyKind::Colocation,
+                    description: String::new(),
+                    scheduler_config: config,
+                    slo_config: BTreeMap::new(),
+                },
+            );
+            let policy = Policy::resolve(name, &s).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(policy.aggregated_windows, want, "{name}");
+        }
     }
 }

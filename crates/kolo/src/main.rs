@@ -30,7 +30,8 @@ use clap::{Parser, Subcommand, ValueEnum};
 /// builds Kubernetes objects (strings, maps) at a high rate, and the
 /// simulator does so for a thousand nodes per step. With glibc's malloc,
 /// allocation was a quarter of `kolo sim`'s CPU time (see
-/// docs/benchmarks.md).
+/// docs/benchmarks.md). Built without transparent huge pages (Cargo.toml
+/// says why).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
