@@ -142,7 +142,7 @@ mod tests {
     /// A day-shaped series with spikes: every value distinct, unsorted.
     fn usage(k: u64) -> (f64, f64) {
         let t = k as f64;
-        let cpu = 2.0 + 1.5 * (t / 17.0).sin() + if k % 7 == 0 { 3.0 } else { 0.0 };
+        let cpu = 2.0 + 1.5 * (t / 17.0).sin() + if k.is_multiple_of(7) { 3.0 } else { 0.0 };
         let memory = 8e9 + 1e9 * (t / 23.0).cos() + (k % 5) as f64 * 1.25e8;
         (cpu, memory)
     }
