@@ -27,6 +27,28 @@ fn cores(pid: u32, window: Duration) -> f64 {
     (cpu_time_ns(pid) - start) as f64 / window.as_nanos() as f64
 }
 
+/// Waits up to `limit` for the BE quota to reach `quota_at_least` (or be
+/// unlimited) and the hog to run at more than 0.6 cores over a second;
+/// returns the hog's last reading. Retried, not read once: anything else
+/// the machine runs (a test cluster, a compile) is non-BE usage to the
+/// agent, which rightly cuts BE's budget for it, so a burst of it while the
+/// test reads would fail a check that is about BE alone.
+fn be_runs_freely(s: &TestCgroups, hog: u32, quota_at_least: i64, limit: Duration) -> f64 {
+    let start = Instant::now();
+    let mut last = 0.0;
+    while start.elapsed() < limit {
+        if quota(s) == -1 || quota(s) >= quota_at_least {
+            last = cores(hog, Duration::from_millis(1000));
+            if last > 0.6 {
+                return last;
+            }
+        } else {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    last
+}
+
 #[test]
 fn be_is_throttled_when_ls_surges_and_released_after() {
     let test = "be_is_throttled_when_ls_surges_and_released_after";
@@ -69,17 +91,12 @@ fn be_is_throttled_when_ls_surges_and_released_after() {
         // of the node per round.
         // (Four rounds in, the agent has written its first quota.)
         std::thread::sleep(Duration::from_secs(4));
-        let settle = Instant::now();
-        while !(quota(&sandbox) == -1 || quota(&sandbox) >= 120_000) {
-            assert!(
-                settle.elapsed() < Duration::from_secs(15),
-                "BE alone settles: quota {}",
-                quota(&sandbox)
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let be_alone = cores(hog, Duration::from_millis(1000));
-        assert!(be_alone > 0.6, "the BE hog runs freely at first: {be_alone:.2} cores");
+        let be_alone = be_runs_freely(&sandbox, hog, 120_000, Duration::from_secs(20));
+        assert!(
+            be_alone > 0.6,
+            "the BE hog runs freely at first: {be_alone:.2} cores, quota {}",
+            quota(&sandbox)
+        );
 
         // LS surges: one spinning core. Budget ≈ 1300m − 1000m → quota ≈ 30000.
         // The surge starts when the spinner, already in its cgroups, is
@@ -132,17 +149,12 @@ fn be_is_throttled_when_ls_surges_and_released_after() {
 
         // LS stops: the quota grows back (10 % of the node per round).
         sandbox.kill(web);
-        let released = Instant::now();
-        while quota(&sandbox) != -1 && quota(&sandbox) < 100_000 {
-            assert!(
-                released.elapsed() < Duration::from_secs(15),
-                "BE released within 15 s: quota {}",
-                quota(&sandbox)
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let be_after = cores(hog, Duration::from_millis(1000));
-        assert!(be_after > 0.6, "BE runs again: {be_after:.2} cores");
+        let be_after = be_runs_freely(&sandbox, hog, 100_000, Duration::from_secs(20));
+        assert!(
+            be_after > 0.6,
+            "BE released within 20 s: {be_after:.2} cores, quota {}",
+            quota(&sandbox)
+        );
     }));
     let _ = agent.kill();
     let _ = agent.wait();
