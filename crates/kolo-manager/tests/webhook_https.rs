@@ -303,8 +303,15 @@ async fn denials_carry_403_and_every_message() {
 async fn a_panicking_decision_answers_allowed_unchanged_and_is_counted() {
     let handler =
         Injected::new(|_| panic!("injected mutation bug"), |_| panic!("injected validation bug"));
+    // A generous decision timeout: the panic hook prints a backtrace when
+    // RUST_BACKTRACE is set, and symbolising the first one in a debug test
+    // binary can take longer than the default 500 ms on a busy machine —
+    // the panic then reads as a timeout (seen once in CI).
+    let limits = Limits { decision_timeout: Duration::from_secs(30), ..Limits::default() };
     let server = TestServer::start(
-        Webhook::new(SharedState::new(AdmissionState::default())).with_handler(handler),
+        Webhook::new(SharedState::new(AdmissionState::default()))
+            .with_handler(handler)
+            .with_limits(limits),
     )
     .await;
     for (path, webhook) in
