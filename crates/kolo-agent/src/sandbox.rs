@@ -249,16 +249,12 @@ impl TestCgroups {
     /// memory is charged there) and waits until it is ready (for
     /// [`Workload::Memory`]: until the memory is touched). Returns its pid.
     pub fn spawn(&mut self, rel: &str, workload: Workload) -> io::Result<u32> {
-        let procs: Vec<PathBuf> =
-            CONTROLLERS.iter().map(|s| self.abs(*s, rel).join("cgroup.procs")).collect();
-        let enter = r#"for f in "$@"; do echo $$ > "$f" || exit 1; done; "#;
-        let mut cmd = Command::new("/bin/sh");
+        // The workload shell, started in `rel` by `command_in`.
+        let mut cmd = self.command_in(rel, "/bin/sh");
         let script = match workload {
-            Workload::Spin => format!("{enter}echo ready; while :; do :; done"),
-            Workload::SpinOnResume => {
-                format!("{enter}echo ready; kill -STOP $$; while :; do :; done")
-            }
-            Workload::Sleep => format!("{enter}echo ready; exec sleep 3600"),
+            Workload::Spin => "echo ready; while :; do :; done".to_string(),
+            Workload::SpinOnResume => "echo ready; kill -STOP $$; while :; do :; done".to_string(),
+            Workload::Sleep => "echo ready; exec sleep 3600".to_string(),
             Workload::Memory { mib } => {
                 let python = python().ok_or_else(|| io::Error::other("python3 not found"))?;
                 cmd.env("KOLO_PY", python).env(
@@ -267,10 +263,10 @@ impl TestCgroups {
                         "import sys, time\nb = b'\\x01' * ({mib} << 20)\nsys.stdout.write('ready\\n')\nsys.stdout.flush()\ntime.sleep(3600)\n"
                     ),
                 );
-                format!(r#"{enter}exec "$KOLO_PY" -c "$KOLO_PY_CODE""#)
+                r#"exec "$KOLO_PY" -c "$KOLO_PY_CODE""#.to_string()
             }
         };
-        cmd.arg("-c").arg(script).arg("sh").args(&procs);
+        cmd.arg("-c").arg(script);
         cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::inherit());
         let mut child = cmd.spawn()?;
         let pid = child.id();

@@ -425,6 +425,7 @@ fn command_in_runs_the_program_in_the_system_cgroup() {
         assert!(line.ends_with(&want), "{subsystem}: {line} (want …{want})");
     }
 }
+
 /// The cost of one collection round over 150 pods × 2 containers (450
 /// cgroups, 900 file reads). Printed; the bound is loose because test
 /// builds are unoptimised.

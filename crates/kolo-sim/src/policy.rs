@@ -19,8 +19,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kolo_agent::nodemetric::DEFAULT_AGGREGATE_DURATIONS;
-use kolo_api::crd::parse_go_duration;
 use kolo_manager::config::{SloConfig, SloConfigStore};
 use kolo_scheduler::config::{ConfigError, SchedulerConfig};
 use kolo_scheduler::plugins::load_aware::LoadAwareSchedulingArgs;
@@ -28,6 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::contention::Isolation;
 use crate::scenario::Scenario;
+use crate::usage_history::agent_windows;
 
 /// The two kinds of policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -97,15 +96,14 @@ fn default_colocation_slo() -> BTreeMap<String, String> {
 }
 
 /// The windows of the agent's `aggregatedNodeUsages`
-/// ([`DEFAULT_AGGREGATE_DURATIONS`]) that a profile of `scheduler` has
+/// ([`agent_windows`]) that a profile of `scheduler` has
 /// LoadAwareScheduling filter or score on, shortest first. A duration of 0
 /// reads the largest window; a duration the agent does not report is read
 /// by no one (the plugin then falls back to its estimate, as against a
 /// real agent). Arguments that do not parse count as none: the scheduler
 /// refuses them when the run starts, naming the field.
 fn aggregated_windows_read(scheduler: &SchedulerConfig) -> Vec<Duration> {
-    let reported: Vec<Duration> =
-        DEFAULT_AGGREGATE_DURATIONS.iter().filter_map(|d| parse_go_duration(d)).collect();
+    let reported = agent_windows();
     let largest = reported.iter().max().copied();
     let mut read: Vec<Duration> = scheduler
         .profiles()

@@ -9,8 +9,8 @@
 //! decision, and a thousand nodes sorting three windows every report would
 //! cost seconds of a 1,000-node day.
 //!
-//! The statistics are the agent's own: its windows
-//! ([`kolo_agent::nodemetric::DEFAULT_AGGREGATE_DURATIONS`]), its percentile rule
+//! The statistics are the agent's own: its windows ([`agent_windows`]),
+//! its percentile rule
 //! ([`percentile_index`]) over `f32` samples, and its cold-start rule (a
 //! window is reported empty until its samples span
 //! [`COLD_START_RATIO`] of it). The difference is the sampling: the agent
@@ -21,9 +21,9 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use kolo_agent::nodemetric::COLD_START_RATIO;
+use kolo_agent::nodemetric::{COLD_START_RATIO, DEFAULT_AGGREGATE_DURATIONS};
 use kolo_agent::store::percentile_index;
-use kolo_api::crd::AggregationType;
+use kolo_api::crd::{AggregationType, parse_go_duration};
 use kolo_core::resources::ResourceVector;
 use kolo_core::usage_report::AggregatedNodeUsage;
 
@@ -35,6 +35,12 @@ const STATISTICS: [(AggregationType, Option<f32>); 5] = [
     (AggregationType::P95, Some(0.95)),
     (AggregationType::P99, Some(0.99)),
 ];
+
+/// The windows the agent reports ([`DEFAULT_AGGREGATE_DURATIONS`]): 5,
+/// 10 and 30 minutes.
+pub fn agent_windows() -> Vec<Duration> {
+    DEFAULT_AGGREGATE_DURATIONS.iter().filter_map(|d| parse_go_duration(d)).collect()
+}
 
 /// The last samples of one node.
 #[derive(Debug, Clone)]
@@ -131,14 +137,6 @@ mod tests {
 
     use super::*;
 
-    /// The agent's windows: 5, 10 and 30 minutes.
-    fn all_windows() -> Vec<Duration> {
-        kolo_agent::nodemetric::DEFAULT_AGGREGATE_DURATIONS
-            .iter()
-            .map(|d| kolo_api::crd::parse_go_duration(d).unwrap())
-            .collect()
-    }
-
     /// A day-shaped series with spikes: every value distinct, unsorted.
     fn usage(k: u64) -> (f64, f64) {
         let t = k as f64;
@@ -158,7 +156,7 @@ mod tests {
         // Steps of samples → windows the agent reports filled (5m needs
         // 150 s, 10m 300 s, 30m 900 s).
         for (steps, filled) in [(5_u64, 0), (20, 1), (31, 2), (60, 2), (91, 3), (200, 3)] {
-            let mut history = UsageHistory::new(step, &all_windows());
+            let mut history = UsageHistory::new(step, &agent_windows());
             let mut store = MetricStore::default();
             for k in 0..steps {
                 let (cpu, memory) = usage(k);
@@ -199,7 +197,8 @@ mod tests {
     fn windows_fill_after_half_their_length() {
         // 10 s steps: 5m is covered from 150 s of samples (16 samples), 10m
         // from 300 s (31), 30m from 900 s (91).
-        let mut history = UsageHistory::new(10, &all_windows());
+        assert_eq!(agent_windows().len(), 3, "every agent window parses");
+        let mut history = UsageHistory::new(10, &agent_windows());
         let filled = |h: &mut UsageHistory| -> Vec<bool> {
             h.aggregated().chunks(5).map(|c| c[0].usage.get(ResourceName::Cpu).is_some()).collect()
         };
@@ -232,7 +231,7 @@ mod tests {
         assert_eq!(got.len(), 5);
         assert!(got.iter().all(|u| u.duration == five && u.usage.get(ResourceName::Cpu).is_some()));
         // The same as the 5m entries of a history of every window.
-        let mut all = UsageHistory::new(10, &all_windows());
+        let mut all = UsageHistory::new(10, &agent_windows());
         for k in 0..500 {
             all.push(usage(k).0, usage(k).1);
         }
@@ -243,7 +242,7 @@ mod tests {
     fn percentiles_pick_the_agents_index() {
         // 10 samples 1..=10 over the 5m window: p50 index 4 (5), p90 index
         // 8 (9), p95 int(9.5) − 1 = 8 (9), p99 8 (9); avg 5.5.
-        let mut history = UsageHistory::new(30, &all_windows());
+        let mut history = UsageHistory::new(30, &agent_windows());
         for v in [7.0, 1.0, 10.0, 3.0, 5.0, 2.0, 9.0, 4.0, 8.0, 6.0] {
             history.push(v, v * 1e9);
         }
