@@ -52,7 +52,13 @@ impl PodRef {
     /// Builds the agent's view of a pod. Fails on the same malformed fields
     /// [`PodView::from_pod`] rejects (its error names the field).
     pub fn from_pod(pod: &Pod) -> Result<PodRef, kolo_core::pod::PodViewError> {
-        let view = PodView::from_pod(pod)?;
+        Ok(PodRef::from_view(&PodView::from_pod(pod)?, pod))
+    }
+
+    /// The agent's view of `pod` already read as `view` (a caller that
+    /// holds both, such as `kolo sim`, parses the Pod once): identity,
+    /// classes and requests from `view`, containers from `pod`.
+    pub fn from_view(view: &PodView, pod: &Pod) -> PodRef {
         let statuses = pod.status.as_ref().and_then(|s| s.container_statuses.as_ref());
         let containers = pod
             .spec
@@ -66,7 +72,7 @@ impl PodRef {
                     .filter(|id| !id.is_empty()),
             })
             .collect();
-        Ok(PodRef {
+        PodRef {
             uid: view.uid().to_string(),
             namespace: view.namespace().to_string(),
             name: view.name().to_string(),
@@ -79,7 +85,7 @@ impl PodRef {
             deleting: view.is_terminating(),
             created: view.creation_timestamp(),
             containers,
-        })
+        }
     }
 
     /// `namespace/name`.

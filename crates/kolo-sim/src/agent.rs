@@ -9,11 +9,11 @@
 //! configure (BE `cpu.idle`, per-pod limits, memory QoS, CPU burst) is what
 //! the contention model assumes ([`crate::contention::Isolation::Idle`]).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 use kolo_agent::cgroup::{CgroupDir, CgroupDriver, CgroupVersion, PodPaths, Resource, Value};
+use kolo_agent::pod_ref::PodRef;
 use kolo_agent::predictor::CpuMem;
 use kolo_agent::qos::{
     BeGroupState, EvictionHistory, Features, NodeState, PodState, PodStateError, Strategy,
@@ -23,7 +23,7 @@ use kolo_api::crd::NodeSLOSpec;
 use kolo_api::kube_qos::KubeQoSClass;
 use kolo_core::clock::Timestamp;
 use kolo_core::cpuset::CpuSet;
-use kolo_core::pod::pod_key;
+use kolo_core::pod::PodView;
 use kolo_core::resources::ResourceVector;
 
 use crate::node::SimNode;
@@ -105,29 +105,24 @@ impl AgentSide {
     }
 }
 
-/// The strategies' view of a bound pod. Without its containers: the node
-/// model has no per-container cgroups, the strategies the simulator runs
-/// read pod-level usage only, and their writes to container cgroups would
-/// be dropped (only the BE QoS group's cap is modelled).
-pub fn pod_state(bound: &Pod, paths: &PodPaths) -> Result<PodState, PodStateError> {
-    let mut state = PodState::from_pod(bound, paths, None, &BTreeMap::new())?;
-    state.containers.clear();
-    Ok(state)
+/// The strategies' view of a bound pod, already read as `view`. Without
+/// its containers: the node model has no per-container cgroups, the
+/// strategies the simulator runs read pod-level usage only, and their
+/// writes to container cgroups would be dropped (only the BE QoS group's
+/// cap is modelled).
+pub fn pod_state(bound: &Pod, view: &PodView, paths: &PodPaths) -> Result<PodState, PodStateError> {
+    PodState::pod_level(PodRef::from_view(view, bound), bound, paths, None)
 }
 
 /// Reads the pods started since the node's last step into its agent's
 /// state; on error, the pod that could not be read.
 pub fn read_started(node: &mut SimNode, paths: &PodPaths) -> Result<(), (String, PodStateError)> {
     let Some(agent) = node.agent.as_mut() else { return Ok(()) };
-    for pod in agent.started.drain(..) {
-        let state = pod_state(&pod, paths).map_err(|e| {
-            let meta = &pod.metadata;
-            let key = pod_key(
-                meta.namespace.as_deref().unwrap_or_default(),
-                meta.name.as_deref().unwrap_or_default(),
-            );
-            (key.to_string(), e)
-        })?;
+    // The started pods are the node's last ones (`AgentSide::started`).
+    let running = &node.pods[agent.state.pods.len()..];
+    for (pod, running) in agent.started.drain(..).zip(running) {
+        let state = pod_state(&pod, &running.view, paths)
+            .map_err(|e| (running.view.key().to_string(), e))?;
         agent.state.pods.push(state);
     }
     Ok(())

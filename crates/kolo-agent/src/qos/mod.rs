@@ -107,10 +107,7 @@ impl PodState {
         container_usage: &BTreeMap<String, CpuMem>,
     ) -> Result<PodState, PodStateError> {
         let bad = |field: &str, message: String| PodStateError { field: field.into(), message };
-        let dir = paths
-            .pod_dir(pod.kube_qos, &pod.uid)
-            .map_err(|e| bad("metadata.uid", e.to_string()))?;
-        let mut containers = Vec::new();
+        let mut state = PodState::pod_level(pod, object, paths, usage)?;
         for (j, c) in object.spec.iter().flat_map(|spec| &spec.containers).enumerate() {
             let field = format!("spec.containers[{j}].resources");
             let list = |l: Option<&BTreeMap<String, KubeQuantity>>| {
@@ -122,24 +119,50 @@ impl PodState {
             let resources = c.resources.as_ref();
             let requests = list(resources.and_then(|r| r.requests.as_ref()))?;
             let limits = list(resources.and_then(|r| r.limits.as_ref()))?;
-            let id = pod.containers.iter().find(|r| r.name == c.name).and_then(|r| r.id.as_deref());
+            let id = state
+                .pod
+                .containers
+                .iter()
+                .find(|r| r.name == c.name)
+                .and_then(|r| r.id.as_deref());
             let dir = id
                 .map(|id| {
                     let id = ContainerId::parse(id)?;
-                    paths.container_dir(&dir, &id)
+                    paths.container_dir(&state.dir, &id)
                 })
                 .transpose()
                 .map_err(|e| bad("status.containerStatuses", e.to_string()))?;
             let usage = container_usage.get(&c.name).copied();
-            containers.push(ContainerState { name: c.name.clone(), dir, requests, limits, usage });
+            state.containers.push(ContainerState {
+                name: c.name.clone(),
+                dir,
+                requests,
+                limits,
+                usage,
+            });
         }
+        Ok(state)
+    }
+
+    /// The pod-level part of [`with_ref`](Self::with_ref): everything but
+    /// the containers (left empty), for a caller with no container cgroups
+    /// (`kolo sim`'s node model, whose strategies read pod-level usage).
+    pub fn pod_level(
+        pod: PodRef,
+        object: &Pod,
+        paths: &PodPaths,
+        usage: Option<CpuMem>,
+    ) -> Result<PodState, PodStateError> {
+        let dir = paths
+            .pod_dir(pod.kube_qos, &pod.uid)
+            .map_err(|e| PodStateError { field: "metadata.uid".into(), message: e.to_string() })?;
         let meta = &object.metadata;
         Ok(PodState {
             priority: object.spec.as_ref().and_then(|spec| spec.priority),
             labels: meta.labels.clone().unwrap_or_default(),
             annotations: meta.annotations.clone().unwrap_or_default(),
             dir,
-            containers,
+            containers: Vec::new(),
             usage,
             pod,
         })
@@ -442,3 +465,49 @@ mod invariants;
 pub(crate) mod testing_a;
 #[cfg(test)]
 pub(crate) mod testing_b;
+
+#[cfg(test)]
+mod pod_state_tests {
+    use kolo_core::pod::PodView;
+
+    use super::*;
+    use crate::cgroup::{CgroupDir, CgroupDriver};
+
+    fn pod(uid: &str) -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"namespace": "batch", "name": "job-1", "uid": uid,
+                         "labels": {"koordinator.sh/qosClass": "BE"},
+                         "annotations": {"a": "b"}},
+            "spec": {"priority": 5500, "priorityClassName": "koord-batch", "containers": [
+                {"name": "main", "resources": {
+                    "requests": {"kubernetes.io/batch-cpu": "1000"},
+                    "limits": {"kubernetes.io/batch-cpu": "2000"}}},
+                {"name": "side"}]},
+            "status": {"phase": "Running", "containerStatuses": [
+                {"name": "main", "containerID": "containerd://0123456789abcdef", "ready": true,
+                 "restartCount": 0, "image": "i", "imageID": "i"}]}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_pod_level_state_is_the_full_state_without_containers() {
+        let paths = PodPaths::new(CgroupDriver::Systemd, &CgroupDir::root());
+        let object = pod("5f0c2d1e-aaaa-4bbb-8ccc-0123456789ab");
+        let usage = Some(CpuMem::new(700, 1 << 30));
+        let full = PodState::from_pod(&object, &paths, usage, &BTreeMap::new()).unwrap();
+        assert_eq!(full.containers.len(), 2);
+        assert!(full.containers[0].dir.is_some(), "the container's cgroup is known");
+        let view = PodView::from_pod(&object).unwrap();
+        let level =
+            PodState::pod_level(PodRef::from_view(&view, &object), &object, &paths, usage).unwrap();
+        assert_eq!(level, PodState { containers: Vec::new(), ..full });
+        // A UID that cannot be a path component is refused by both.
+        let bad = pod("../../etc");
+        let view = PodView::from_pod(&bad).unwrap();
+        let err = PodState::pod_level(PodRef::from_view(&view, &bad), &bad, &paths, None);
+        assert_eq!(err.unwrap_err().field, "metadata.uid");
+        let err = PodState::from_pod(&bad, &paths, None, &BTreeMap::new()).unwrap_err();
+        assert_eq!(err.field, "metadata.uid");
+    }
+}

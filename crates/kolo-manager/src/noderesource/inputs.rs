@@ -69,9 +69,11 @@ impl Partial {
 
 /// One entry of `status.podsMetric`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct PodMetric {
-    /// `namespace/name`.
-    pub key: Arc<str>,
+pub(crate) struct PodMetric<'r> {
+    /// `namespace/name`, borrowed from the report: shared, so a pod whose
+    /// view holds the same key is found by pointer (see `batch.rs`), and
+    /// not cloned (an atomic count per pod per report).
+    pub key: &'r Arc<str>,
     /// The usage (cpu and memory; absent as 0).
     pub usage: CpuMem,
     /// Whether `priority` is `koord-batch` or `koord-free`. An empty or
@@ -91,7 +93,7 @@ pub(crate) struct HostApp {
 
 /// What the formulas read from a NodeMetric.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub(crate) struct MetricInputs {
+pub(crate) struct MetricInputs<'r> {
     /// `status.nodeMetric.systemUsage`.
     pub system_usage: CpuMem,
     /// `status.nodeMetric.nodeUsage`.
@@ -99,17 +101,17 @@ pub(crate) struct MetricInputs {
     /// `status.prodReclaimableMetric.resource`, `None` when absent.
     pub prod_reclaimable: Option<CpuMem>,
     /// `status.podsMetric`, in order.
-    pub pods: Vec<PodMetric>,
+    pub pods: Vec<PodMetric<'r>>,
     /// `status.hostApplicationMetric`, in order.
     pub host_apps: Vec<HostApp>,
 }
 
-impl MetricInputs {
+impl<'r> MetricInputs<'r> {
     /// The formulas' inputs from a node's usage report. A CPU or memory
     /// quantity that could not be read (other than in the aggregated
     /// windows, which the formulas do not use) is an error: the first, in
     /// the report's reading order.
-    pub fn read(report: &NodeUsageReport) -> Result<MetricInputs, MetricError> {
+    pub fn read(report: &'r NodeUsageReport) -> Result<MetricInputs<'r>, MetricError> {
         if let Some(e) = report.errors.iter().find(|e| {
             e.part != ReportPart::AggregatedNodeUsage
                 && matches!(e.resource, ResourceName::Cpu | ResourceName::Memory)
@@ -124,7 +126,7 @@ impl MetricInputs {
                 .pods
                 .iter()
                 .map(|p| PodMetric {
-                    key: p.key.clone(),
+                    key: &p.key,
                     usage: partial(&p.usage).or_zero(),
                     low_priority: matches!(
                         p.priority,
@@ -400,7 +402,8 @@ mod tests {
             }
         }))
         .unwrap();
-        let m = MetricInputs::read(&NodeUsageReport::read(&metric)).unwrap();
+        let report = NodeUsageReport::read(&metric);
+        let m = MetricInputs::read(&report).unwrap();
         assert_eq!(m.system_usage, CpuMem::new(0, 1 << 30));
         assert_eq!(m.prod_reclaimable, None);
         // Above batch (5500): prod 1 + mid 2 + unknown 8 = 11 cores.

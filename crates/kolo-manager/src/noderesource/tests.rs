@@ -787,6 +787,76 @@ fn strategy(
     }
 }
 
+/// (phase, priority class, QoS, request cpu, usage cpu, usage memory)
+type MixedPod = (PodPhase, PriorityClass, QoSClass, i64, i64, i64);
+
+fn any_mixed_pods() -> impl Strategy<Value = Vec<MixedPod>> {
+    let phase = prop_oneof![
+        Just(PodPhase::Running),
+        Just(PodPhase::Pending),
+        Just(PodPhase::Succeeded),
+        Just(PodPhase::Failed),
+        Just(PodPhase::Unknown),
+    ];
+    let class = prop_oneof![
+        Just(PriorityClass::Prod),
+        Just(PriorityClass::Mid),
+        Just(PriorityClass::Batch),
+        Just(PriorityClass::Free),
+    ];
+    let qos = prop_oneof![Just(QoSClass::LSE), Just(QoSClass::LS), Just(QoSClass::BE)];
+    prop::collection::vec((phase, class, qos, 0..40_000i64, 0..40_000i64, 0..64 * GI), 0..12)
+}
+
+/// The node's pods, and a report of every one of them in the same order:
+/// with the views' own keys (`shared`, as `kolo sim` builds it) or with
+/// keys of their own (as read from a NodeMetric).
+fn mixed_scenario(pods: &[MixedPod], shared: bool) -> (Vec<PodView>, NodeUsageReport) {
+    let views: Vec<PodView> = pods
+        .iter()
+        .enumerate()
+        .map(|(i, &(phase, class, qos, rc, _, _))| {
+            pod(&format!("p{i}"), class, qos, rc, rc * 1000).with_phase(phase)
+        })
+        .collect();
+    let reported = views
+        .iter()
+        .zip(pods)
+        .map(|(v, &(_, class, _, _, uc, um))| kolo_core::usage_report::PodUsage {
+            key: if shared { v.shared_key().clone() } else { v.key().into() },
+            priority: Some(class),
+            usage: ResourceVector::cpu_memory(uc, um),
+        })
+        .collect();
+    let report = NodeUsageReport {
+        node: "n1".into(),
+        update_time: Some(now()),
+        node_usage: Some(ResourceVector::cpu_memory(30_000, 100 * GI)),
+        system_usage: ResourceVector::cpu_memory(1_000, GI),
+        pods: reported,
+        ..NodeUsageReport::default()
+    };
+    (views, report)
+}
+
+#[test]
+fn a_report_with_the_pods_own_keys_is_matched_by_position() {
+    let pods = [(PodPhase::Running, PriorityClass::Prod, QoSClass::LS, 1_000, 500, GI); 3];
+    for (shared, aligned) in [(true, true), (false, false)] {
+        let (views, report) = mixed_scenario(&pods, shared);
+        let refs: Vec<&PodView> = views.iter().collect();
+        let metric = inputs::MetricInputs::read(&report).unwrap();
+        let index = batch::MetricIndex::new(&refs, &metric);
+        assert_eq!(matches!(index, batch::MetricIndex::Aligned(3)), aligned, "shared {shared}");
+        // One pod fewer in the report: matched by key again.
+        let mut fewer = report.clone();
+        fewer.pods.pop();
+        let metric = inputs::MetricInputs::read(&fewer).unwrap();
+        let index = batch::MetricIndex::new(&refs, &metric);
+        assert!(matches!(index, batch::MetricIndex::ByKey(_)), "shared {shared}, one fewer");
+    }
+}
+
 proptest! {
     #[test]
     fn batch_and_mid_are_never_negative(
@@ -851,6 +921,26 @@ proptest! {
         let b = run(&node(64_000, 256 * GI), &views, Some(&metric), &s);
         prop_assert_eq!(a.resources.batch_cpu, b.resources.batch_cpu);
         prop_assert_eq!(a.resources.batch_memory, b.resources.batch_memory);
+    }
+
+    #[test]
+    fn matching_by_position_counts_as_matching_by_key(
+        pods in any_mixed_pods(), policy in any_policy(), cpu_t in 0..150i64,
+    ) {
+        let s = strategy(cpu_t, cpu_t, policy, policy, None);
+        let decide = |shared| {
+            let (views, report) = mixed_scenario(&pods, shared);
+            let refs: Vec<&PodView> = views.iter().collect();
+            calculate(&NodeInputs {
+                node: &node(64_000, 256 * GI),
+                pods: &refs,
+                metric: Some(&report),
+                strategy: &s,
+                cluster_enabled: true,
+                now: now(),
+            })
+        };
+        prop_assert_eq!(decide(true), decide(false));
     }
 
     #[test]

@@ -35,7 +35,11 @@ pub fn is_tracked(pod: &PodView) -> bool {
 /// A pod assigned to a node, as the cache needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AssignedPod {
-    key: Box<str>,
+    /// Shared with the pod's [`PodView`]: a NodeMetric report built from
+    /// the same reading of the pod (as `kolo sim` builds them) then finds
+    /// the pod by pointer, without comparing the text (`Arc<str>`'s
+    /// equality checks the pointer first).
+    key: Arc<str>,
     entry: PodEntry,
     annotation_errors: Vec<EstimationAnnotationError>,
 }
@@ -83,7 +87,7 @@ impl AssignedPod {
             _ => None,
         };
         AssignedPod {
-            key: pod.key().into(),
+            key: pod.shared_key().clone(),
             entry: PodEntry {
                 prod: pod.priority_class() == PriorityClass::Prod,
                 estimate: (!estimate.is_zero()).then_some(estimate),
@@ -264,7 +268,7 @@ struct Slot {
 /// compares what it did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NodeLoad {
-    pods: FastMap<Box<str>, Slot>,
+    pods: FastMap<Arc<str>, Slot>,
     metric: Option<MetricState>,
     /// The metric's usages of pods that are not assigned here (empty
     /// without a metric). Of a key reported twice, the later entry counts.
@@ -349,7 +353,8 @@ impl NodeLoad {
                 usage: layout.vector(&pod.usage),
                 prod: pod.priority == Some(PriorityClass::Prod),
             };
-            match self.pods.get_mut(&*pod.key) {
+            // By `Arc<str>`, not `str`: a shared key matches by pointer.
+            match self.pods.get_mut(&pod.key) {
                 Some(slot) => slot.measured = Some(usage),
                 None => {
                     self.unassigned_usages.insert(pod.key.clone(), usage);
@@ -421,14 +426,14 @@ impl NodeLoad {
         // The metric still reports the pod: its usage waits for the pod to
         // be added again.
         if let Some(usage) = slot.measured {
-            self.unassigned_usages.insert(Arc::from(key), usage);
+            self.unassigned_usages.insert(key, usage);
         }
         true
     }
 
     /// Takes the pod `key` out of the map and its contribution out of the
     /// sums; its measured usage is left to the caller.
-    fn detach(&mut self, key: &str) -> Option<(Box<str>, Slot)> {
+    fn detach(&mut self, key: &str) -> Option<(Arc<str>, Slot)> {
         let (key, slot) = self.pods.remove_entry(key)?;
         // The metric has not changed since the pod's contribution was last
         // computed (a new metric recomputes everything), so recomputing it
