@@ -625,14 +625,21 @@ impl<'a> Run<'a> {
                 continue;
             };
             let id = id as usize;
-            let mut bound = self.object(id);
-            objects::bind(&mut bound, &req.node);
             // Read once: the scheduler's informer copy and the node model's
             // view are the same reading of the bound pod.
-            let info = PodInfo::new(bound).map_err(|e| EngineError::Apply {
-                policy: self.policy.name.clone(),
-                source: Box::new(ApplyError::from(e)),
-            })?;
+            let info = match self.scheduler.cache().pod(&req.pod) {
+                // The pod the scheduler assumed, as the API shows it once
+                // bound, without building and parsing it again.
+                Some(assumed) => objects::bound_info(&assumed.info, &req.node),
+                None => {
+                    let mut bound = self.object(id);
+                    objects::bind(&mut bound, &req.node);
+                    PodInfo::new(bound).map_err(|e| EngineError::Apply {
+                        policy: self.policy.name.clone(),
+                        source: Box::new(ApplyError::from(e)),
+                    })?
+                }
+            };
             let view = Box::new(info.view().clone());
             // Every node of a co-location policy has an agent (Run::new).
             let object = self.policy.slo.as_ref().map(|_| info.pod_arc().clone());

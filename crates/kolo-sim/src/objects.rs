@@ -3,6 +3,7 @@
 //! would present them, so the components read them with their own code.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{
     Container, Node, NodeSpec, NodeStatus, Pod, PodSpec, PodStatus, ResourceRequirements,
@@ -12,10 +13,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::SignedDuration;
 use kolo_api::{PriorityClass, names};
 use kolo_core::clock::Timestamp;
-use kolo_core::pod::PodView;
+use kolo_core::pod::{PodPhase, PodView};
 use kolo_core::resources::ResourceVector;
 use kolo_core::usage_report::{NodeUsageReport, PodUsage as ReportedPod};
 use kolo_manager::noderesource::ExtendedResources;
+use kolo_scheduler::framework::PodInfo;
 
 /// The scheduler name every simulated pod asks for (the profiles' name).
 pub const SCHEDULER_NAME: &str = "kolo-scheduler";
@@ -158,6 +160,17 @@ pub fn bind(pod: &mut Pod, node: &str) {
     pod.status = Some(PodStatus { phase: Some("Running".to_string()), ..Default::default() });
 }
 
+/// The scheduler's `pending` pod as the API shows it once bound to `node`
+/// and started ([`bind`]): the view is the pending one with the node and
+/// phase set, which is what reading the bound object gives (tested below),
+/// without parsing its quantities again.
+pub fn bound_info(pending: &PodInfo, node: &str) -> PodInfo {
+    let mut pod = Pod::clone(pending.pod_arc());
+    bind(&mut pod, node);
+    let view = pending.view().clone().with_node_name(node).with_phase(PodPhase::Running);
+    PodInfo::from_parts(Arc::new(pod), view)
+}
+
 /// One pod's entry of a usage report (window averages).
 #[derive(Debug, Clone, Copy)]
 pub struct PodUsage<'a> {
@@ -298,6 +311,22 @@ mod tests {
         assert_eq!(built, read);
         assert_eq!(built.node_usage.unwrap().cpu(), 3143, "rounded to the milli-core");
         assert_eq!(built.pods[1].usage.memory(), 1024, "rounded to the byte");
+    }
+
+    #[test]
+    fn a_bound_pod_reads_as_the_pending_one_on_its_node() {
+        let now: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+        for class in [PodClass::Ls, PodClass::Batch, PodClass::Native] {
+            let pending = pod_object("ns", "p", "u1", class, 2000, 1 << 30, now);
+            let info = bound_info(&PodInfo::new(pending.clone()).unwrap(), "n7");
+            let mut bound = pending;
+            bind(&mut bound, "n7");
+            let read = PodInfo::new(bound.clone()).unwrap();
+            assert_eq!(*info.pod_arc().as_ref(), bound, "{class:?}");
+            assert_eq!(info.view(), read.view(), "{class:?}");
+            assert_eq!(info.view().node_name(), Some("n7"));
+            assert_eq!(info.view().phase(), PodPhase::Running);
+        }
     }
 
     #[test]
