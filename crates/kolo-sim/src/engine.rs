@@ -349,7 +349,7 @@ fn advance_node(
     let (mut report, mut updated) = (None, None);
     if let Some((manager, interval)) = lane.report {
         let r = manager::report(node, manager, interval, lane.now);
-        report = Some(Arc::new(r.metric));
+        report = Some(r.metric);
         if r.allocatable_changed {
             let object = objects::node_object(
                 &node.name,

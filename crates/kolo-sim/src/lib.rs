@@ -23,6 +23,7 @@ pub mod node;
 pub mod objects;
 pub mod policy;
 pub mod report;
+pub mod report_recycler;
 pub mod scenario;
 pub mod snapshot;
 pub mod usage;

@@ -4,19 +4,22 @@
 //! `noderesource` computes its batch allocatable, written only when the
 //! real throttle ([`update_needed`]) says so.
 
+use std::sync::Arc;
+
 use kolo_core::clock::Timestamp;
 use kolo_core::pod::PodView;
 use kolo_core::usage_report::NodeUsageReport;
 use kolo_manager::noderesource::{NodeInputs, calculate, update_needed};
 
 use crate::node::SimNode;
-use crate::objects::{PodUsage, usage_report};
+use crate::objects::{PodUsage, fill_usage_report};
 
 /// What a report produced for one node.
 #[derive(Debug)]
 pub struct Report {
-    /// The usage the agent reports (its NodeMetric, read).
-    pub metric: NodeUsageReport,
+    /// The usage the agent reports (its NodeMetric, read), shared with
+    /// the node's [`ReportRecycler`](crate::report_recycler::ReportRecycler).
+    pub metric: Arc<NodeUsageReport>,
     /// Whether the manager changed the node's co-location resources.
     pub allocatable_changed: bool,
 }
@@ -46,10 +49,13 @@ pub fn report(
         p.window_time = 0.0;
         usage
     });
-    let mut metric = usage_report(&node.name, (cpu, memory), system, pods, interval_seconds, now);
+    let mut metric = node.reports.take();
+    let filling = Arc::make_mut(&mut metric);
+    fill_usage_report(filling, &node.name, (cpu, memory), system, pods, interval_seconds, now);
     if let Some(history) = &mut node.usage_history {
-        metric.aggregated_node_usages = history.aggregated();
+        filling.aggregated_node_usages = history.aggregated();
     }
+    node.reports.published(metric.clone());
     let Some(cluster_enabled) = manager else {
         return Report { metric, allocatable_changed: false };
     };

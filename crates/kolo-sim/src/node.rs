@@ -152,6 +152,8 @@ pub struct SimNode {
     /// Usage per step for the NodeMetric's aggregated windows, when the
     /// policy reads them.
     pub usage_history: Option<crate::usage_history::UsageHistory>,
+    /// The node's last usage reports, to fill the next one into.
+    pub reports: crate::report_recycler::ReportRecycler,
     ls: Class,
     be: Class,
     scratch: Scratch,
@@ -209,6 +211,7 @@ impl SimNode {
             latency: Histogram::default(),
             starved: 0.0,
             usage_history: None,
+            reports: Default::default(),
             ls: Class::default(),
             be: Class::default(),
             scratch: Scratch::default(),

@@ -202,26 +202,69 @@ pub fn usage_report<'p>(
     interval_seconds: u64,
     now: Timestamp,
 ) -> NodeUsageReport {
+    let mut report = NodeUsageReport::default();
+    fill_usage_report(&mut report, node, node_usage, system_usage, pods, interval_seconds, now);
+    report
+}
+
+/// [`usage_report`] written over `report`, an earlier report of the node
+/// ([`crate::report_recycler`]): the same result, keeping `report`'s
+/// allocations and the keys of pods listed at the same place again.
+pub fn fill_usage_report<'p>(
+    report: &mut NodeUsageReport,
+    node: &str,
+    node_usage: (f64, f64),
+    system_usage: (f64, f64),
+    pods: impl Iterator<Item = PodUsage<'p>>,
+    interval_seconds: u64,
+    now: Timestamp,
+) {
     let vector = |(cpu, memory): (f64, f64)| {
         ResourceVector::cpu_memory((cpu * 1000.0).round() as i64, memory.round() as i64)
     };
-    NodeUsageReport {
-        node: node.to_owned(),
-        update_time: Some(now),
-        report_interval: Some(SignedDuration::from_secs(
-            i64::try_from(interval_seconds).unwrap_or(i64::MAX),
-        )),
-        node_usage: Some(vector(node_usage)),
-        system_usage: vector(system_usage),
-        pods: pods
-            .map(|p| ReportedPod {
-                key: p.view.shared_key().clone(),
-                priority: Some(if p.batch { PriorityClass::Batch } else { PriorityClass::Prod }),
-                usage: vector((p.cpu, p.memory)),
-            })
-            .collect(),
-        ..NodeUsageReport::default()
+    // Every field, so that a field added to the report is not left stale.
+    let NodeUsageReport {
+        node: name,
+        update_time,
+        report_interval,
+        node_usage: node_vector,
+        system_usage: system_vector,
+        aggregated_node_usages,
+        prod_reclaimable,
+        pods: reported,
+        host_apps,
+        errors,
+    } = report;
+    if name != node {
+        node.clone_into(name);
     }
+    *update_time = Some(now);
+    *report_interval =
+        Some(SignedDuration::from_secs(i64::try_from(interval_seconds).unwrap_or(i64::MAX)));
+    *node_vector = Some(vector(node_usage));
+    *system_vector = vector(system_usage);
+    aggregated_node_usages.clear();
+    *prod_reclaimable = None;
+    host_apps.clear();
+    errors.clear();
+    let mut listed = 0;
+    for p in pods {
+        let key = p.view.shared_key();
+        let priority = Some(if p.batch { PriorityClass::Batch } else { PriorityClass::Prod });
+        let usage = vector((p.cpu, p.memory));
+        match reported.get_mut(listed) {
+            Some(entry) => {
+                if !Arc::ptr_eq(&entry.key, key) {
+                    entry.key = key.clone();
+                }
+                entry.priority = priority;
+                entry.usage = usage;
+            }
+            None => reported.push(ReportedPod { key: key.clone(), priority, usage }),
+        }
+        listed += 1;
+    }
+    reported.truncate(listed);
 }
 
 #[cfg(test)]
@@ -326,6 +369,52 @@ mod tests {
             assert_eq!(info.view(), read.view(), "{class:?}");
             assert_eq!(info.view().node_name(), Some("n7"));
             assert_eq!(info.view().phase(), PodPhase::Running);
+        }
+    }
+
+    #[test]
+    fn a_refilled_report_is_the_fresh_one() {
+        let now: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+        let views: Vec<PodView> =
+            (0..6).map(|i| PodView::new("batch", &format!("job-{i}"))).collect();
+        let usage = |order: &[usize], k: f64| -> Vec<PodUsage<'_>> {
+            order
+                .iter()
+                .map(|&i| PodUsage {
+                    view: &views[i],
+                    batch: i % 2 == 0,
+                    cpu: k * i as f64,
+                    memory: k * 1e6,
+                })
+                .collect()
+        };
+        // Same pods, pods replaced in place (a swap_remove), fewer, more.
+        let rounds: [&[usize]; 5] =
+            [&[0, 1, 2, 3], &[0, 1, 2, 3], &[0, 4, 2], &[5], &[5, 1, 2, 3, 4]];
+        let mut recycled =
+            usage_report("old", (9.0, 9.0), (1.0, 1.0), usage(&[1, 2], 7.0).into_iter(), 30, now);
+        recycled.aggregated_node_usages.push(kolo_core::usage_report::AggregatedNodeUsage {
+            duration: std::time::Duration::from_secs(300),
+            statistic: kolo_api::crd::AggregationType::P95,
+            usage: ResourceVector::cpu_memory(1, 1),
+        });
+        for (k, order) in rounds.iter().enumerate() {
+            let k = k as f64 + 1.0;
+            let (node, system) = ((k, 2.0 * k), (0.1 * k, k));
+            let fresh = usage_report("n1", node, system, usage(order, k).into_iter(), 60, now);
+            fill_usage_report(
+                &mut recycled,
+                "n1",
+                node,
+                system,
+                usage(order, k).into_iter(),
+                60,
+                now,
+            );
+            assert_eq!(recycled, fresh, "round {k}");
+            for (r, i) in recycled.pods.iter().zip(order.iter()) {
+                assert!(Arc::ptr_eq(&r.key, views[*i].shared_key()), "shared key");
+            }
         }
     }
 
