@@ -15,6 +15,7 @@
 //! This crate does no I/O except reading a snapshot file the caller names.
 
 pub mod clock;
+pub mod compact_vector;
 pub mod cpuset;
 pub mod node;
 pub mod pod;

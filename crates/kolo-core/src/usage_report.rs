@@ -26,6 +26,7 @@ use kolo_api::PriorityClass;
 use kolo_api::crd::{AggregationType, NodeMetric, parse_go_duration};
 use kolo_api::quantity::{parse_milli, parse_value};
 
+use crate::compact_vector::CompactVector;
 use crate::pod::pod_key;
 use crate::resources::{ResourceName, ResourceVector};
 
@@ -77,8 +78,9 @@ pub struct PodUsage {
     pub key: Arc<str>,
     /// The reported priority class; `None` when empty or unknown.
     pub priority: Option<PriorityClass>,
-    /// The usage (absent list: empty).
-    pub usage: ResourceVector,
+    /// The usage (absent list: empty), compact: a report lists every pod
+    /// of its node.
+    pub usage: CompactVector,
 }
 
 /// One host application's usage.
@@ -184,7 +186,8 @@ impl NodeUsageReport {
                     ReportPart::Pod,
                     p.pod_usage.as_ref().and_then(|u| u.resources.as_ref()),
                     &|| format!("status.podsMetric[{i}].podUsage.resources"),
-                ),
+                )
+                .into(),
             })
             .collect();
         let host_apps = status
@@ -317,8 +320,11 @@ status:
         assert_eq!(r.prod_reclaimable, Some(ResourceVector::EMPTY), "present but empty");
         assert_eq!(&*r.pods[0].key, "ns/a");
         assert_eq!(r.pods[0].priority, Some(PriorityClass::Prod));
-        assert_eq!(r.pods[0].usage, ResourceVector::cpu_memory(100, 1000));
-        assert_eq!((r.pods[1].priority, r.pods[1].usage), (None, ResourceVector::EMPTY));
+        assert_eq!(r.pods[0].usage.to_vector(), ResourceVector::cpu_memory(100, 1000));
+        assert_eq!(
+            (r.pods[1].priority, r.pods[1].usage.to_vector()),
+            (None, ResourceVector::EMPTY)
+        );
         // Memory is rounded up to a whole byte, as Value() does.
         assert_eq!(r.host_apps[0].usage, ResourceVector::EMPTY.with(ResourceName::Memory, 2));
         assert_eq!(r.host_apps[0].priority, Some(PriorityClass::Batch));

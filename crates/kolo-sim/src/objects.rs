@@ -13,6 +13,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::SignedDuration;
 use kolo_api::{PriorityClass, names};
 use kolo_core::clock::Timestamp;
+use kolo_core::compact_vector::CompactVector;
 use kolo_core::pod::{PodPhase, PodView};
 use kolo_core::resources::ResourceVector;
 use kolo_core::usage_report::{NodeUsageReport, PodUsage as ReportedPod};
@@ -251,7 +252,8 @@ pub fn fill_usage_report<'p>(
     for p in pods {
         let key = p.view.shared_key();
         let priority = Some(if p.batch { PriorityClass::Batch } else { PriorityClass::Prod });
-        let usage = vector((p.cpu, p.memory));
+        let usage =
+            CompactVector::cpu_memory((p.cpu * 1000.0).round() as i64, p.memory.round() as i64);
         match reported.get_mut(listed) {
             Some(entry) => {
                 if !Arc::ptr_eq(&entry.key, key) {
@@ -354,6 +356,7 @@ mod tests {
         assert_eq!(built, read);
         assert_eq!(built.node_usage.unwrap().cpu(), 3143, "rounded to the milli-core");
         assert_eq!(built.pods[1].usage.memory(), 1024, "rounded to the byte");
+        assert!(matches!(built.pods[1].usage, CompactVector::CpuMemory { .. }));
     }
 
     #[test]

@@ -23,6 +23,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity as KubeQuantity;
 use kolo_api::PriorityClass;
 use kolo_api::names::annotation;
 use kolo_api::quantity::{parse_milli, parse_value};
+use kolo_core::compact_vector::CompactVector;
 use kolo_core::node::NodeView;
 use kolo_core::resources::{ResourceName, ResourceVector};
 use kolo_core::usage_report::{NodeUsageReport, ReportPart};
@@ -42,9 +43,18 @@ pub struct MetricError {
 
 /// CPU and memory of a report's vector, negative amounts clamped at 0.
 fn partial(v: &ResourceVector) -> Partial {
+    partial_of(|name| v.get(name))
+}
+
+/// [`partial`] of a compact vector (a reported pod's usage).
+fn compact_partial(v: &CompactVector) -> Partial {
+    partial_of(|name| v.get(name))
+}
+
+fn partial_of(get: impl Fn(ResourceName) -> Option<i64>) -> Partial {
     Partial {
-        cpu: v.get(ResourceName::Cpu).map(|c| c.max(0)),
-        memory: v.get(ResourceName::Memory).map(|m| m.max(0)),
+        cpu: get(ResourceName::Cpu).map(|c| c.max(0)),
+        memory: get(ResourceName::Memory).map(|m| m.max(0)),
     }
 }
 
@@ -127,7 +137,7 @@ impl<'r> MetricInputs<'r> {
                 .iter()
                 .map(|p| PodMetric {
                     key: &p.key,
-                    usage: partial(&p.usage).or_zero(),
+                    usage: compact_partial(&p.usage).or_zero(),
                     low_priority: matches!(
                         p.priority,
                         Some(PriorityClass::Batch | PriorityClass::Free)

@@ -825,7 +825,7 @@ fn mixed_scenario(pods: &[MixedPod], shared: bool) -> (Vec<PodView>, NodeUsageRe
         .map(|(v, &(_, class, _, _, uc, um))| kolo_core::usage_report::PodUsage {
             key: if shared { v.shared_key().clone() } else { v.key().into() },
             priority: Some(class),
-            usage: ResourceVector::cpu_memory(uc, um),
+            usage: ResourceVector::cpu_memory(uc, um).into(),
         })
         .collect();
     let report = NodeUsageReport {

@@ -350,7 +350,7 @@ impl NodeLoad {
         // the earlier one in whichever place the key's usage lives.
         for pod in &report.pods {
             let usage = PodUsage {
-                usage: layout.vector(&pod.usage),
+                usage: layout.compact_vector(&pod.usage),
                 prod: pod.priority == Some(PriorityClass::Prod),
             };
             // By `Arc<str>`, not `str`: a shared key matches by pointer.

@@ -12,6 +12,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use kolo_core::compact_vector::CompactVector;
 use kolo_core::resources::{ResourceName, ResourceVector};
 
 /// Most distinct resources the plugin tracks.
@@ -180,9 +181,19 @@ impl ResourceLayout {
     /// A kolo-core vector in this layout; resources the plugin does not
     /// track are dropped, missing ones are 0.
     pub fn vector(&self, resources: &ResourceVector) -> LoadVector {
+        self.vector_of(|name| resources.value(name))
+    }
+
+    /// [`vector`](Self::vector) of a compact vector (a reported pod's
+    /// usage), without expanding it.
+    pub fn compact_vector(&self, resources: &CompactVector) -> LoadVector {
+        self.vector_of(|name| resources.value(name))
+    }
+
+    fn vector_of(&self, value: impl Fn(ResourceName) -> i64) -> LoadVector {
         let mut out = LoadVector::ZERO;
         for (slot, name) in self.names().iter().enumerate() {
-            out.0[slot] = resources.value(*name);
+            out.0[slot] = value(*name);
         }
         out
     }
