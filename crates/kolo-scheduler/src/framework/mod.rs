@@ -20,4 +20,4 @@ pub use interface::{
 };
 pub use node_info::{NodeId, NodeInfo};
 pub use pod_info::{DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, PodInfo};
-pub use status::{Code, Rejection, Verdict};
+pub use status::{Code, Detail, Rejection, Verdict};

@@ -4,6 +4,8 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use kolo_core::resources::ResourceName;
+
 /// The kind of a rejection, as kube-scheduler's status codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Code {
@@ -31,8 +33,9 @@ impl Code {
 /// `reason` is the short, stable text that failure summaries group by
 /// (`Insufficient batch-cpu`, `node(s) cpu usage exceed threshold`); `detail`
 /// is the per-node specifics (`cpu usage 71% > 65%`), shown when a user asks
-/// for every node's verdict. Reasons are usually `'static`, so rejecting
-/// thousands of nodes allocates nothing.
+/// for every node's verdict. Reasons are usually `'static` and details are
+/// kept as data ([`Detail`]), so rejecting thousands of nodes formats
+/// nothing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rejection {
     /// The kind of rejection.
@@ -40,7 +43,36 @@ pub struct Rejection {
     /// The short reason summaries group by.
     pub reason: Cow<'static, str>,
     /// Per-node specifics, if any.
-    pub detail: Option<Box<str>>,
+    pub detail: Option<Detail>,
+}
+
+/// A rejection's per-node specifics, kept as data and formatted only when
+/// shown: Filter rejects most nodes of a full cluster for every pod it
+/// tries, and formatting each node's amounts was most of the scheduler's
+/// allocations.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Detail {
+    /// Free text.
+    Text(Box<str>),
+    /// The resources the node is short of: (resource, requested, free).
+    Short(Box<[(ResourceName, i64, i64)]>),
+}
+
+impl fmt::Display for Detail {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Detail::Text(text) => f.write_str(text),
+            Detail::Short(shortages) => {
+                for (i, (name, requested, free)) in shortages.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{}: requested {requested}, free {free}", name.short_name())?;
+                }
+                Ok(())
+            }
+        }
+    }
 }
 
 impl Rejection {
@@ -61,7 +93,14 @@ impl Rejection {
 
     /// The same rejection with per-node specifics.
     pub fn with_detail(mut self, detail: impl Into<Box<str>>) -> Rejection {
-        self.detail = Some(detail.into());
+        self.detail = Some(Detail::Text(detail.into()));
+        self
+    }
+
+    /// The same rejection naming the resources the node is short of:
+    /// (resource, requested, free).
+    pub fn with_shortages(mut self, shortages: Box<[(ResourceName, i64, i64)]>) -> Rejection {
+        self.detail = Some(Detail::Short(shortages));
         self
     }
 }

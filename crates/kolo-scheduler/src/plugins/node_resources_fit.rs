@@ -12,8 +12,6 @@
 //! batch pod requests no `cpu`, and spreading it by `cpu` requests (what
 //! kube-scheduler would do) ignores the very resource it consumes.
 
-use std::fmt::Write as _;
-
 use kolo_api::PriorityClass;
 use kolo_core::resources::ResourceName;
 use serde::Deserialize;
@@ -213,18 +211,15 @@ impl NodeResourcesFit {
     /// only on the failure path.
     fn insufficient(state: &FitState, node: &NodeInfo, first: ResourceName) -> Rejection {
         let free = |name: ResourceName| node.allocatable(name) - node.requested(name);
-        // One string, written in place: a full cluster rejects most nodes
-        // for every pod it tries, so this path runs about as often as Filter.
-        let mut detail = String::new();
-        for &(name, amount) in state.requests.iter().filter(|&&(name, amount)| amount > free(name))
-        {
-            if !detail.is_empty() {
-                detail.push_str(", ");
-            }
-            let _ =
-                write!(detail, "{}: requested {amount}, free {}", name.short_name(), free(name));
-        }
-        Rejection::unschedulable(insufficient_reason(first)).with_detail(detail)
+        // Kept as numbers (one allocation, no formatting): a full cluster
+        // rejects most nodes for every pod it tries.
+        let shortages = state
+            .requests
+            .iter()
+            .filter(|&&(name, amount)| amount > free(name))
+            .map(|&(name, amount)| (name, amount, free(name)))
+            .collect();
+        Rejection::unschedulable(insufficient_reason(first)).with_shortages(shortages)
     }
 
     fn score_node(&self, state: &FitState, node: &NodeInfo) -> i64 {
@@ -449,7 +444,7 @@ mod tests {
         let node = node_with(&alloc, &used);
         let (verdict, _) = run(&plugin, &pod_info("p", &[("cpu", "2"), ("memory", "7Gi")]), &node);
         assert_eq!(
-            verdict.unwrap_err().detail.as_deref(),
+            verdict.unwrap_err().detail.map(|d| d.to_string()).as_deref(),
             Some("cpu: requested 2000, free 1000, memory: requested 7516192768, free 6442450944")
         );
     }
