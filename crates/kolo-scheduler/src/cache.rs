@@ -157,13 +157,18 @@ impl Cache {
     /// Adds or replaces a node. Pods already assigned to it are counted now.
     pub fn apply_node(&mut self, node: Node) -> Result<Vec<CacheChange>, NodeViewError> {
         let view = NodeView::from_node(&node)?;
-        let node = Arc::new(node);
+        Ok(self.apply_node_view(Arc::new(node), view))
+    }
+
+    /// [`apply_node`](Self::apply_node) for a node the caller has read
+    /// already: `view` must be `NodeView::from_node(&node)`.
+    pub fn apply_node_view(&mut self, node: Arc<Node>, view: NodeView) -> Vec<CacheChange> {
         let mut changes = Vec::new();
         self.epoch += 1;
         if let Some(id) = self.by_name.get(view.name()).copied() {
             self.update(id, |info| info.set_node(node, view));
             changes.push(CacheChange::NodeUpdated(id));
-            return Ok(changes);
+            return changes;
         }
         self.node_set_epoch += 1;
         let id = NodeId(u32::try_from(self.position.len()).unwrap_or(u32::MAX));
@@ -186,7 +191,7 @@ impl Cache {
                 changes.push(CacheChange::PodAdded { pod: key, node: id });
             }
         }
-        Ok(changes)
+        changes
     }
 
     /// Removes a node; its pods stay known (waiting for a node of that name).

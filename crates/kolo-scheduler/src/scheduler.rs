@@ -22,7 +22,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kolo_api::crd::NodeMetric;
 use kolo_core::clock::Timestamp;
-use kolo_core::node::NodeViewError;
+use kolo_core::node::{NodeView, NodeViewError};
 use kolo_core::pod::PodViewError;
 use kolo_core::usage_report::{NodeUsageReport, UsageReadError};
 use rayon::prelude::*;
@@ -298,6 +298,14 @@ impl Scheduler {
         let changes = self.cache.apply_node(node)?;
         self.dispatch(changes, now);
         Ok(())
+    }
+
+    /// Adds or updates a node the caller has read already (`view` is
+    /// `NodeView::from_node(&node)`; the simulator reads its nodes on their
+    /// own threads).
+    pub fn apply_node_view(&mut self, node: Arc<Node>, view: NodeView, now: Timestamp) {
+        let changes = self.cache.apply_node_view(node, view);
+        self.dispatch(changes, now);
     }
 
     /// Removes a node.

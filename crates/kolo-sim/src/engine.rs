@@ -285,10 +285,11 @@ struct NodeOutcome {
     /// The node's NodeMetric, on a report step (shared: the scheduler keeps
     /// it as it is).
     report: Option<Arc<NodeUsageReport>>,
-    /// The node's Node object, when the manager changed its co-location
-    /// resources (boxed: a step collects one outcome per node, and most
-    /// have none).
-    updated: Option<Box<Node>>,
+    /// The node's Node object and its reading, when the manager changed
+    /// its co-location resources (boxed: a step collects one outcome per
+    /// node, and most have none). Read here, on the node's thread, rather
+    /// than by the scheduler on the cluster's.
+    updated: Option<Box<(Node, NodeView)>>,
 }
 
 /// The node side of a step: per node, in node order.
@@ -359,11 +360,19 @@ fn advance_node(
                 &node.extended,
                 lane.start,
             );
-            if let Ok(view) = NodeView::from_node(&object) {
-                node.view = view;
+            match NodeView::from_node(&object) {
+                Ok(view) => {
+                    node.view = view.clone();
+                    updated = Some(Box::new((object, view)));
+                }
+                Err(e) => {
+                    return Err(EngineError::Apply {
+                        policy: lane.policy.to_string(),
+                        source: Box::new(ApplyError::from(e)),
+                    });
+                }
             }
             agent::refresh_allocatable(node);
-            updated = Some(Box::new(object));
         }
     }
     Ok(NodeOutcome { step, left, report, updated })
@@ -698,12 +707,9 @@ impl<'a> Run<'a> {
         if !reports.is_empty() {
             self.scheduler.apply_usage_reports(reports, now);
         }
-        for object in updated {
+        for (object, view) in updated {
             self.allocatable_updates += 1;
-            self.scheduler.apply_node(object, now).map_err(|source| EngineError::Apply {
-                policy: self.policy.name.clone(),
-                source: Box::new(source),
-            })?;
+            self.scheduler.apply_node_view(Arc::new(object), view, now);
         }
         Ok(())
     }
