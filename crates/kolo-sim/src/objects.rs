@@ -195,22 +195,11 @@ pub struct PodUsage<'a> {
 /// agent's NodeMetric gives (tested below), without formatting a thousand
 /// nodes' quantities into strings every minute for the components to parse
 /// back.
-pub fn usage_report<'p>(
-    node: &str,
-    node_usage: (f64, f64),
-    system_usage: (f64, f64),
-    pods: impl Iterator<Item = PodUsage<'p>>,
-    interval_seconds: u64,
-    now: Timestamp,
-) -> NodeUsageReport {
-    let mut report = NodeUsageReport::default();
-    fill_usage_report(&mut report, node, node_usage, system_usage, pods, interval_seconds, now);
-    report
-}
-
-/// [`usage_report`] written over `report`, an earlier report of the node
-/// ([`crate::report_recycler`]): the same result, keeping `report`'s
-/// allocations and the keys of pods listed at the same place again.
+///
+/// Written over `report`: an earlier report of the node
+/// ([`crate::report_recycler`]) or an empty one. The result is the same
+/// (tested below); an earlier report keeps its allocations and the keys of
+/// pods listed at the same place again.
 pub fn fill_usage_report<'p>(
     report: &mut NodeUsageReport,
     node: &str,
@@ -339,6 +328,13 @@ mod tests {
         metric
     }
 
+    /// A report filled into an empty one.
+    fn fresh(fill: impl FnOnce(&mut NodeUsageReport)) -> NodeUsageReport {
+        let mut report = NodeUsageReport::default();
+        fill(&mut report);
+        report
+    }
+
     #[test]
     fn the_usage_report_is_what_the_agents_node_metric_reads_as() {
         let now: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
@@ -351,7 +347,7 @@ mod tests {
             .into_iter()
         };
         let (node, system) = ((3.14259, 8.5e9), (0.25, 1e8));
-        let built = usage_report("n1", node, system, pods(), 30, now);
+        let built = fresh(|r| fill_usage_report(r, "n1", node, system, pods(), 30, now));
         let read = NodeUsageReport::read(&node_metric("n1", node, system, pods(), 30, now));
         assert_eq!(built, read);
         assert_eq!(built.node_usage.unwrap().cpu(), 3143, "rounded to the milli-core");
@@ -394,8 +390,17 @@ mod tests {
         // Same pods, pods replaced in place (a swap_remove), fewer, more.
         let rounds: [&[usize]; 5] =
             [&[0, 1, 2, 3], &[0, 1, 2, 3], &[0, 4, 2], &[5], &[5, 1, 2, 3, 4]];
-        let mut recycled =
-            usage_report("old", (9.0, 9.0), (1.0, 1.0), usage(&[1, 2], 7.0).into_iter(), 30, now);
+        let mut recycled = fresh(|r| {
+            fill_usage_report(
+                r,
+                "old",
+                (9.0, 9.0),
+                (1.0, 1.0),
+                usage(&[1, 2], 7.0).into_iter(),
+                30,
+                now,
+            )
+        });
         recycled.aggregated_node_usages.push(kolo_core::usage_report::AggregatedNodeUsage {
             duration: std::time::Duration::from_secs(300),
             statistic: kolo_api::crd::AggregationType::P95,
@@ -404,7 +409,9 @@ mod tests {
         for (k, order) in rounds.iter().enumerate() {
             let k = k as f64 + 1.0;
             let (node, system) = ((k, 2.0 * k), (0.1 * k, k));
-            let fresh = usage_report("n1", node, system, usage(order, k).into_iter(), 60, now);
+            let want = fresh(|r| {
+                fill_usage_report(r, "n1", node, system, usage(order, k).into_iter(), 60, now)
+            });
             fill_usage_report(
                 &mut recycled,
                 "n1",
@@ -414,7 +421,7 @@ mod tests {
                 60,
                 now,
             );
-            assert_eq!(recycled, fresh, "round {k}");
+            assert_eq!(recycled, want, "round {k}");
             for (r, i) in recycled.pods.iter().zip(order.iter()) {
                 assert!(Arc::ptr_eq(&r.key, views[*i].shared_key()), "shared key");
             }
