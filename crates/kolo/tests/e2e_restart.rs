@@ -141,10 +141,21 @@ fn log_tail(path: &std::path::Path) -> String {
     lines[lines.len().saturating_sub(60)..].join("\n")
 }
 
-/// Whether a process is gone, or a zombie nobody reaped yet (the tool
-/// starts kube-apiserver detached, so this test is not its parent).
+/// Whether a process is gone: exited, or a zombie nobody reaped yet (the
+/// tool starts kube-apiserver detached, so this test is not its parent)
+/// whose threads have all exited too. The leader of a multi-threaded
+/// process shows as a zombie while its other threads are still dying, and
+/// they still hold its files, the listening socket included: a new server
+/// started then cannot bind its port (the likely cause of a CI run whose
+/// restarted server never became ready).
 fn exited(pid: u32) -> bool {
-    kolo_agent::sandbox::process_state(pid).is_none_or(|s| s == 'Z')
+    match kolo_agent::sandbox::process_state(pid) {
+        None => true,
+        Some('Z') => {
+            std::fs::read_dir(format!("/proc/{pid}/task")).map_or(true, |d| d.count() <= 1)
+        }
+        Some(_) => false,
+    }
 }
 
 impl Drop for Cluster {
