@@ -109,12 +109,6 @@ impl From<ResourceVector> for CompactVector {
     }
 }
 
-impl From<&CompactVector> for ResourceVector {
-    fn from(v: &CompactVector) -> ResourceVector {
-        v.to_vector()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;

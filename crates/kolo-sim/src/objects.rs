@@ -172,6 +172,12 @@ pub fn bound_info(pending: &PodInfo, node: &str) -> PodInfo {
     PodInfo::from_parts(Arc::new(pod), view)
 }
 
+/// CPU cores and memory bytes as a report states them: milli-cores and
+/// bytes, rounded (what reading the agent's quantities gives).
+pub fn reported_amounts(cpu_cores: f64, memory_bytes: f64) -> (i64, i64) {
+    ((cpu_cores * 1000.0).round() as i64, memory_bytes.round() as i64)
+}
+
 /// One pod's entry of a usage report (window averages).
 #[derive(Debug, Clone, Copy)]
 pub struct PodUsage<'a> {
@@ -210,7 +216,8 @@ pub fn fill_usage_report<'p>(
     now: Timestamp,
 ) {
     let vector = |(cpu, memory): (f64, f64)| {
-        ResourceVector::cpu_memory((cpu * 1000.0).round() as i64, memory.round() as i64)
+        let (cpu, memory) = reported_amounts(cpu, memory);
+        ResourceVector::cpu_memory(cpu, memory)
     };
     // Every field, so that a field added to the report is not left stale.
     let NodeUsageReport {
@@ -241,8 +248,8 @@ pub fn fill_usage_report<'p>(
     for p in pods {
         let key = p.view.shared_key();
         let priority = Some(if p.batch { PriorityClass::Batch } else { PriorityClass::Prod });
-        let usage =
-            CompactVector::cpu_memory((p.cpu * 1000.0).round() as i64, p.memory.round() as i64);
+        let (cpu, memory) = reported_amounts(p.cpu, p.memory);
+        let usage = CompactVector::cpu_memory(cpu, memory);
         match reported.get_mut(listed) {
             Some(entry) => {
                 if !Arc::ptr_eq(&entry.key, key) {

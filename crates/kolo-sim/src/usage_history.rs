@@ -27,6 +27,8 @@ use kolo_api::crd::{AggregationType, parse_go_duration};
 use kolo_core::resources::ResourceVector;
 use kolo_core::usage_report::AggregatedNodeUsage;
 
+use crate::objects::reported_amounts;
+
 /// The statistics of each window, in the agent's order.
 const STATISTICS: [(AggregationType, Option<f32>); 5] = [
     (AggregationType::Avg, None),
@@ -92,10 +94,10 @@ impl UsageHistory {
             let memory = covered.then(|| stats(recent.map(|s| s.1), &mut self.scratch));
             for (i, (statistic, _)) in STATISTICS.iter().enumerate() {
                 let usage = match (cpu, memory) {
-                    (Some(c), Some(m)) => ResourceVector::cpu_memory(
-                        (f64::from(c[i]) * 1000.0).round() as i64,
-                        f64::from(m[i]).round() as i64,
-                    ),
+                    (Some(c), Some(m)) => {
+                        let (cpu, memory) = reported_amounts(f64::from(c[i]), f64::from(m[i]));
+                        ResourceVector::cpu_memory(cpu, memory)
+                    }
                     _ => ResourceVector::EMPTY,
                 };
                 out.push(AggregatedNodeUsage { duration: window, statistic: *statistic, usage });
