@@ -2,7 +2,7 @@
 //! (`fixtures/nodemetric-master-01.yaml`) and the lookup helpers.
 
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use kolo_api::crd::{AggregationType, NodeMetric, NodeMetricStatus, ResourceList};
+use kolo_api::crd::{AggregationType, NodeMetric, NodeMetricSpec, NodeMetricStatus, ResourceList};
 
 fn master_01() -> NodeMetric {
     let yaml = include_str!("fixtures/nodemetric-master-01.yaml");
@@ -129,4 +129,39 @@ fn aggregation_type_names() {
         assert_eq!(agg.as_str(), name);
         assert_eq!(agg.to_string(), name);
     }
+}
+
+#[test]
+fn a_nodemetric_without_spec_reads_with_the_default_spec() {
+    let cases = [
+        (
+            "no spec",
+            r#"{"apiVersion":"slo.koordinator.sh/v1alpha1","kind":"NodeMetric","metadata":{"name":"n1"},"status":{"updateTime":"2026-01-01T00:00:00Z"}}"#,
+        ),
+        (
+            "spec: null",
+            r#"{"apiVersion":"slo.koordinator.sh/v1alpha1","kind":"NodeMetric","metadata":{"name":"n1"},"spec":null}"#,
+        ),
+        (
+            "spec: {}",
+            r#"{"apiVersion":"slo.koordinator.sh/v1alpha1","kind":"NodeMetric","metadata":{"name":"n1"},"spec":{}}"#,
+        ),
+    ];
+    for (case, text) in cases {
+        let nm: NodeMetric = serde_json::from_str(text).unwrap_or_else(|e| panic!("{case}: {e}"));
+        assert_eq!(nm.spec, NodeMetricSpec::default(), "{case}");
+        assert_eq!(nm.metadata.name.as_deref(), Some("n1"), "{case}");
+    }
+    let yaml = "apiVersion: slo.koordinator.sh/v1alpha1\nkind: NodeMetric\nmetadata:\n  name: n2\n";
+    let nm: NodeMetric = serde_saphyr::from_str(yaml).unwrap();
+    assert_eq!(nm.spec, NodeMetricSpec::default());
+    // A spec that is there is read as before, and a wrong field still fails.
+    let nm = master_01();
+    assert!(nm.spec.metric_collect_policy.is_some());
+    let wrong = r#"{"metadata":{"name":"n1"},"spec":{"metricCollectPolicy":{"reportIntervalSeconds":"often"}}}"#;
+    let err = serde_json::from_str::<NodeMetric>(wrong).unwrap_err().to_string();
+    assert!(err.contains("invalid type"), "{err}");
+    // Written back, the default spec is an empty object.
+    let written = serde_json::to_value(NodeMetric::new("n1", NodeMetricSpec::default())).unwrap();
+    assert_eq!(written["spec"], serde_json::json!({}));
 }

@@ -9,6 +9,9 @@
 //!   of the formula, update throttling and degradation;
 //! * [`nodemetric`]: the NodeMetric spec (collect policy) of each node;
 //! * [`nodeslo`]: the NodeSLO spec of each node;
+//! * [`pass`]: one round of the SLO controllers over the whole cluster
+//!   (or one node), holding what it remembers between rounds: the object
+//!   kolo-kube's controller and kolo-sim's engine both drive;
 //! * [`webhook`]: pod mutation (ClusterColocationProfile, resource
 //!   translation) and validation, and the HTTPS server that serves them.
 //!
@@ -18,4 +21,5 @@ pub mod config;
 pub mod nodemetric;
 pub mod noderesource;
 pub mod nodeslo;
+pub mod pass;
 pub mod webhook;

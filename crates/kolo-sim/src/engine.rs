@@ -23,8 +23,9 @@
 //!   killed leave the node; every `agentIntervalSeconds` the node's agent
 //!   runs the QoS strategies ([`crate::agent`]: BE CPU cap, evictions);
 //!   every `reportIntervalSeconds` the node reports its NodeMetric and the
-//!   manager recomputes its batch allocatable ([`crate::manager`]), a change
-//!   the throttle lets through updating the node's Node object.
+//!   manager's pass decides for it ([`crate::manager`]): a batch allocatable
+//!   change the throttle lets through updates the node's Node object, a
+//!   NodeSLO change reaches its agent.
 //!
 //! Then the pods the scheduler bound start on their nodes (so a pod bound
 //! in a step runs from the next one: the kubelet's start-up takes one step)
@@ -46,9 +47,7 @@ use kolo_agent::qos::{PodStateError, Strategy};
 use kolo_core::clock::Timestamp;
 use kolo_core::node::NodeView;
 use kolo_core::usage_report::NodeUsageReport;
-use kolo_manager::config::ColocationStrategy;
-use kolo_manager::noderesource::node_strategy;
-use kolo_manager::nodeslo::render_node_slo;
+use kolo_manager::pass::Pass;
 use kolo_scheduler::binder::{BindCompletion, BindRequest, Binder};
 use kolo_scheduler::config::ConfigError;
 use kolo_scheduler::framework::PodInfo;
@@ -230,7 +229,7 @@ pub enum Phase {
     /// Arrivals and the scheduler.
     Schedule,
     /// The node model, the agents' QoS strategies, NodeMetric reports and
-    /// the manager's noderesource, per node in parallel.
+    /// the manager's pass, per node in parallel.
     Nodes,
     /// Bound pods start on their nodes.
     Start,
@@ -311,9 +310,10 @@ struct NodeLane<'a> {
     start: Timestamp,
     /// Whether the agents run their strategies this step.
     agent: bool,
-    /// Whether the nodes report this step: with the manager (co-location
-    /// enabled in the cluster or not) or without, and the report interval.
-    report: Option<(Option<bool>, u64)>,
+    /// Whether the nodes report this step, and the report interval.
+    report: Option<u64>,
+    /// The manager's pass (it decides for the nodes that have a manager).
+    pass: &'a Pass,
 }
 
 /// Advances one node by a step (see the module docs for what that does).
@@ -348,32 +348,15 @@ fn advance_node(
         }
     }
     let (mut report, mut updated) = (None, None);
-    if let Some((manager, interval)) = lane.report {
-        let r = manager::report(node, manager, interval, lane.now);
-        report = Some(r.metric);
-        if r.allocatable_changed {
-            let object = objects::node_object(
-                &node.name,
-                &node.labels,
-                node.capacity,
-                node.allocatable,
-                &node.extended,
-                lane.start,
-            );
-            match NodeView::from_node(&object) {
-                Ok(view) => {
-                    node.view = view.clone();
-                    updated = Some(Box::new((object, view)));
-                }
-                Err(e) => {
-                    return Err(EngineError::Apply {
-                        policy: lane.policy.to_string(),
-                        source: Box::new(ApplyError::from(e)),
-                    });
-                }
+    if let Some(interval) = lane.report {
+        let r = manager::report(node, lane.pass, interval, lane.start, lane.now).map_err(|e| {
+            EngineError::Apply {
+                policy: lane.policy.to_string(),
+                source: Box::new(ApplyError::from(e)),
             }
-            agent::refresh_allocatable(node);
-        }
+        })?;
+        report = Some(r.metric);
+        updated = r.updated;
     }
     Ok(NodeOutcome { step, left, report, updated })
 }
@@ -385,7 +368,9 @@ pub fn run(
     policy: &Policy,
     observe: &(dyn Fn(Event) + Sync),
 ) -> Result<RunResult, EngineError> {
-    let (mut run, mut nodes) = Run::new(scenario, workload, policy)?;
+    // Outside `run`: the nodes read it while the cluster side changes `run`.
+    let pass = Pass::new();
+    let (mut run, mut nodes) = Run::new(scenario, workload, policy, &pass)?;
     let paths = agent::pod_paths();
     let steps = scenario.steps();
     let dt = scenario.step_seconds as f64;
@@ -415,11 +400,9 @@ pub fn run(
             start: run.start,
             agent: slo.is_some() && tick(model.agent_interval_seconds),
             // Without an agent (baseline kinds) nobody reports a NodeMetric.
-            report: (slo.is_some() && tick(model.report_interval_seconds)).then(|| {
-                let manager =
-                    slo.map(|s| s.colocation.as_ref().is_some_and(|c| c.cluster.is_enabled()));
-                (manager, model.report_interval_seconds)
-            }),
+            report: (slo.is_some() && tick(model.report_interval_seconds))
+                .then_some(model.report_interval_seconds),
+            pass: &pass,
         };
         let cluster_side = || -> Result<Vec<Start>, EngineError> {
             if let Some(previous) = previous.take() {
@@ -469,6 +452,7 @@ impl<'a> Run<'a> {
         scenario: &'a Scenario,
         workload: &'a Workload,
         policy: &'a Policy,
+        pass: &Pass,
     ) -> Result<(Run<'a>, Vec<SimNode>), EngineError> {
         let start: Timestamp = START.parse().unwrap_or(Timestamp::UNIX_EPOCH);
         let binder = Arc::new(SimBinder::default());
@@ -476,14 +460,13 @@ impl<'a> Run<'a> {
             Scheduler::new(&policy.scheduler, &registry(), DEFAULT_PLUGINS, binder.clone())
                 .map_err(|source| EngineError::Scheduler { policy: policy.name.clone(), source })?;
         let paths = agent::pod_paths();
-        let colocation = policy.slo.as_ref().and_then(|s| s.colocation.clone());
         let mut nodes = Vec::with_capacity(scenario.node_count());
         let model = &scenario.model;
         for g in &scenario.cluster.node_groups {
             let (capacity, allocatable) = node_resources(g);
             for i in 0..g.count {
                 let name = format!("{}-{i:04}", g.name);
-                let object = objects::node_object(
+                let mut object = objects::node_object(
                     &name,
                     &g.labels,
                     capacity,
@@ -491,14 +474,11 @@ impl<'a> Run<'a> {
                     &kolo_manager::noderesource::ExtendedResources::NONE,
                     start,
                 );
-                let view = NodeView::from_node(&object).map_err(|e| EngineError::Apply {
+                let unreadable = |e| EngineError::Apply {
                     policy: policy.name.clone(),
                     source: Box::new(ApplyError::from(e)),
-                })?;
-                let strategy = match &colocation {
-                    Some(c) => node_strategy(c, &view).0,
-                    None => ColocationStrategy::defaults(),
                 };
+                let view = NodeView::from_node(&object).map_err(unreadable)?;
                 let mut node = SimNode::new(
                     name.clone(),
                     g.labels.clone(),
@@ -507,7 +487,6 @@ impl<'a> Run<'a> {
                     topology(g.cpu, g.sockets, g.threads_per_core),
                     view,
                     (model.system_cpu * 1000.0, model.system_memory_gib * GIB),
-                    strategy,
                 );
                 if !policy.aggregated_windows.is_empty() {
                     node.usage_history = Some(crate::usage_history::UsageHistory::new(
@@ -516,13 +495,15 @@ impl<'a> Run<'a> {
                     ));
                 }
                 if let Some(slo) = &policy.slo {
-                    let spec = render_node_slo(
-                        &slo.slo,
-                        &name,
-                        &g.labels,
-                        &BTreeMap::<String, String>::new(),
-                    )
-                    .spec;
+                    // The manager's pass on the new node creates its
+                    // NodeMetric and NodeSLO (nothing to publish yet).
+                    manager::configure(&mut node, slo);
+                    let created =
+                        manager::manage(&mut node, pass, None, start, start).map_err(unreadable)?;
+                    if let Some(updated) = created.updated {
+                        object = updated.0;
+                    }
+                    let spec = node.slo.clone().unwrap_or_default();
                     node.agent = Some(AgentSide::new(&node, spec, &paths, start));
                 }
                 scheduler.apply_node(object, start).map_err(|source| EngineError::Apply {

@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 
+use kolo_api::crd::{NodeMetricSpec, NodeSLOSpec};
 use kolo_core::node::NodeView;
 use kolo_core::pod::PodView;
-use kolo_manager::config::ColocationStrategy;
 use kolo_manager::noderesource::ExtendedResources;
 
 use crate::agent::AgentSide;
@@ -123,12 +123,18 @@ pub struct SimNode {
     pub agent: Option<AgentSide>,
     /// The BE group's CPU cap (suppression), milli.
     pub be_cap: Option<f64>,
-    /// Co-location resources in the node's status.
+    /// Co-location resources in the node's status, as the manager wrote
+    /// them.
     pub extended: ExtendedResources,
-    /// Last time the manager wrote them.
-    pub last_update: Option<kolo_core::clock::Timestamp>,
-    /// The node's co-location strategy.
-    pub strategy: ColocationStrategy,
+    /// The spec of the node's NodeMetric, as the manager wrote it (`None`:
+    /// no manager created one, as under a baseline policy). The agent
+    /// reports by it.
+    pub metric_spec: Option<NodeMetricSpec>,
+    /// The spec of the node's NodeSLO, as the manager wrote it (`None`: no
+    /// manager created one). The agent's copy is `AgentSide::slo`.
+    pub slo: Option<NodeSLOSpec>,
+    /// The manager's side of the node (co-location policies only).
+    pub manager: Option<crate::manager::NodeManager>,
     /// System CPU, milli.
     pub system_cpu: f64,
     /// System memory, bytes.
@@ -175,8 +181,7 @@ pub struct StepInputs {
 }
 
 impl SimNode {
-    /// A node without pods.
-    #[allow(clippy::too_many_arguments)]
+    /// A node without pods, without a manager or an agent.
     pub fn new(
         name: String,
         labels: BTreeMap<String, String>,
@@ -185,7 +190,6 @@ impl SimNode {
         cores: BTreeMap<u32, (u32, u32)>,
         view: NodeView,
         system: (f64, f64),
-        strategy: ColocationStrategy,
     ) -> SimNode {
         SimNode {
             name,
@@ -198,8 +202,9 @@ impl SimNode {
             agent: None,
             be_cap: None,
             extended: ExtendedResources::NONE,
-            last_update: None,
-            strategy,
+            metric_spec: None,
+            slo: None,
+            manager: None,
             system_cpu: system.0,
             system_memory: system.1,
             window_cpu: 0.0,
@@ -361,7 +366,6 @@ mod tests {
             BTreeMap::new(),
             NodeView::new("n"),
             (0.0, 0.0),
-            ColocationStrategy::defaults(),
         )
     }
 

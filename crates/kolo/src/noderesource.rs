@@ -5,18 +5,21 @@
 //! decision code ([`kolo_manager::noderesource::calculate_all`]) with the
 //! `colocation-config` of an `slo-controller-config` ConfigMap (`--config`,
 //! else the one in the snapshot, else the defaults, which disable
-//! co-location). Each node's result comes with every term of the formulas.
-//! Nothing is written anywhere.
+//! co-location). Each node's result comes with every term of the formulas,
+//! its effective co-location strategy and the NodeMetric spec the manager
+//! writes for it. Nothing is written anywhere.
 
 use std::error::Error;
 use std::io::{self, Write};
 use std::path::Path;
 
+use kolo_api::crd::{NodeMetricCollectPolicy, NodeMetricSpec};
 use kolo_core::clock::Timestamp;
 use kolo_core::node::NodeView;
 use kolo_core::snapshot::Snapshot;
 use kolo_manager::config::colocation::ResolvedColocation;
-use kolo_manager::config::{ColocationCfg, ConfigKeyError, parse_key};
+use kolo_manager::config::{ColocationCfg, ColocationStrategy, ConfigKeyError, parse_key};
+use kolo_manager::nodemetric::node_metric_spec;
 use kolo_manager::noderesource::explain::{Units, explain};
 use kolo_manager::noderesource::{
     BatchTerms, CpuMem, ExtendedResources, MidMode, MidTerms, NodeResource, ResetReason,
@@ -174,6 +177,14 @@ pub struct NodeReport {
     pub patch: serde_json::Value,
     /// Every term of the formulas.
     pub terms: Terms,
+    /// The node's effective co-location strategy: the cluster's, the first
+    /// matching `nodeConfigs` entry, the `colocation-strategy` annotation
+    /// and the `*-reclaim-ratio` labels, layered over the defaults.
+    pub strategy: ColocationStrategy,
+    /// The NodeMetric spec the manager writes for the node (its agent's
+    /// collect policy): from the strategy when co-location is enabled for
+    /// the node, else the defaults.
+    pub node_metric_spec: NodeMetricSpec,
     /// The formulas with their numbers (exact units).
     pub formulas: Vec<String>,
     /// Malformed annotations / labels that were skipped.
@@ -276,6 +287,8 @@ fn node_report(view: &NodeView, r: &NodeResource) -> NodeReport {
         change: significant_change(&current, &r.resources, threshold).map(|c| c.to_string()),
         patch: r.resources.status_patch(),
         terms: Terms { batch: r.batch.clone(), mid: r.mid.clone() },
+        strategy: r.strategy.clone(),
+        node_metric_spec: node_metric_spec(Some(&r.strategy)),
         formulas: explain(r, Units::Exact),
         warnings: r.warnings.clone(),
     }
@@ -370,6 +383,9 @@ fn write_table(
                 writeln!(out, "    {line}")?;
             }
         }
+        if let Some(policy) = &n.node_metric_spec.metric_collect_policy {
+            writeln!(out, "  NodeMetric spec: {}", collect_policy(policy))?;
+        }
         let c = &n.current;
         writeln!(
             out,
@@ -385,6 +401,20 @@ fn write_table(
         )?;
     }
     Ok(())
+}
+
+/// A collect policy in words: `report every 60 s, average over 300 s,
+/// windows 5m0s 10m0s 30m0s, memory usageWithoutPageCache`.
+fn collect_policy(p: &NodeMetricCollectPolicy) -> String {
+    let seconds = |v: Option<i64>| v.map_or("-".to_string(), |v| format!("{v} s"));
+    let durations = p.node_aggregate_policy.as_ref().and_then(|a| a.durations.as_deref());
+    format!(
+        "report every {}, average over {}, windows {}, memory {}",
+        seconds(p.report_interval_seconds),
+        seconds(p.aggregate_duration_seconds),
+        durations.map_or("-".to_string(), |d| d.join(" ")),
+        p.node_memory_collect_policy.as_deref().unwrap_or("-"),
+    )
 }
 
 /// (label, cpu, memory) rows.

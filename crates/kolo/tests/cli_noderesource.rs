@@ -105,6 +105,16 @@ fn json_output_of_the_example() {
     assert_eq!(t["cpuPolicy"], "maxUsageRequest");
     assert_eq!(t["memoryPolicy"], "request");
     assert_eq!(b["terms"]["mid"]["mode"], "static");
+    // The effective strategy: the cluster's fields, the labels' ratios and
+    // the annotation's fields, over the defaults.
+    let s = &b["strategy"];
+    assert_eq!((s["enable"].as_bool(), s["degradeTimeMinutes"].as_i64()), (Some(true), Some(15)));
+    assert_eq!(s["midUnallocatedPercent"], 10, "from the cluster");
+    assert_eq!(s["cpuReclaimThresholdPercent"], 75, "from the label");
+    assert_eq!(s["cpuCalculatePolicy"], "maxUsageRequest", "from the annotation");
+    assert_eq!(s["midStaticCPUReservedPercent"], 10, "from the annotation");
+    assert_eq!(s["resourceDiffThreshold"], 0.1, "the default");
+    assert_eq!(node(&r, "node-e")["strategy"]["enable"], false, "its nodeConfigs entry");
 
     let c = node(&r, "node-c");
     assert_eq!((c["state"].as_str(), c["degraded"].as_bool()), (Some("degraded"), Some(true)));
@@ -124,6 +134,50 @@ fn json_output_of_the_example() {
     assert_eq!((e["state"].as_str(), e["degraded"].as_bool()), (Some("disabled"), Some(false)));
     assert_eq!(e["reset"]["kind"], "nodeDisabled");
     assert_eq!(e["change"], "kubernetes.io/mid-cpu removed (was 2000)");
+}
+
+/// A ConfigMap whose collect policy differs from the defaults, and whose
+/// `no-colocation` entry (node-e) asks for another report interval.
+const METRIC_CONFIG: &str = r#"apiVersion: v1
+kind: ConfigMap
+metadata: {name: slo-controller-config, namespace: koordinator-system}
+data:
+  colocation-config: '{"enable": true, "metricReportIntervalSeconds": 30,
+    "metricAggregatePolicy": {"durations": ["1m", "5m"]},
+    "nodeConfigs": [{"name": "no-colocation", "nodeSelector": {"matchLabels": {"pool": "no-colocation"}},
+                     "enable": false, "metricReportIntervalSeconds": 10}]}'
+"#;
+
+#[test]
+fn the_nodemetric_spec_the_manager_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.yaml");
+    std::fs::write(&config, METRIC_CONFIG).unwrap();
+    let r = report(&["--config", config.to_str().unwrap()]);
+    let policy = |name: &str| node(&r, name)["nodeMetricSpec"]["metricCollectPolicy"].clone();
+    let configured = json!({
+        "aggregateDurationSeconds": 300, "reportIntervalSeconds": 30,
+        "nodeAggregatePolicy": {"durations": ["1m", "5m"]},
+        "nodeMemoryCollectPolicy": "usageWithoutPageCache"
+    });
+    assert_eq!(policy("node-a"), configured);
+    assert_eq!(policy("node-b"), configured);
+    // Co-location is off for node-e: the defaults, not its 10 s.
+    assert_eq!(node(&r, "node-e")["strategy"]["metricReportIntervalSeconds"], 10);
+    assert_eq!(
+        policy("node-e"),
+        json!({
+            "aggregateDurationSeconds": 300, "reportIntervalSeconds": 60,
+            "nodeAggregatePolicy": {"durations": ["5m0s", "10m0s", "30m0s"]},
+            "nodeMemoryCollectPolicy": "usageWithoutPageCache"
+        })
+    );
+    let table = text(&kolo(
+        &["noderesource", "--snapshot", SNAPSHOT, "--config", config.to_str().unwrap()],
+        None,
+    ));
+    let needle = "NodeMetric spec: report every 30 s, average over 300 s, windows 1m 5m, memory usageWithoutPageCache";
+    assert!(table.contains(needle), "{table}");
 }
 
 #[test]

@@ -34,7 +34,10 @@ pub const MEMORY_COLLECT_POLICIES: [&str; 3] = [
 ];
 
 /// How the node agent collects and reports the metrics of a node.
-#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+///
+/// A NodeMetric without `spec` reads with the default spec (see the
+/// `Deserialize` impl).
+#[derive(CustomResource, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[kube(
     group = "slo.koordinator.sh",
     version = "v1alpha1",
@@ -50,6 +53,31 @@ pub struct NodeMetricSpec {
     /// The collection policy (Go field `CollectPolicy`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metric_collect_policy: Option<NodeMetricCollectPolicy>,
+}
+
+/// A missing `spec` reads as the default spec, and so does `spec: null`.
+///
+/// The reference's CRD does not require `spec` (Go `json:"spec,omitempty"`),
+/// so the API server stores a NodeMetric without one as it is, and dumps of
+/// a Koordinator cluster can hold such objects (an agent that created its
+/// NodeMetric before the manager wrote the spec). Serde calls
+/// `deserialize_option` for a missing field, so reading the spec as an
+/// optional object is what makes the field optional inside the derived
+/// `NodeMetric`.
+impl<'de> Deserialize<'de> for NodeMetricSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        /// The spec's fields as written.
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Written {
+            #[serde(default)]
+            metric_collect_policy: Option<NodeMetricCollectPolicy>,
+        }
+        let written = Option::<Written>::deserialize(deserializer)?;
+        Ok(written
+            .map(|w| NodeMetricSpec { metric_collect_policy: w.metric_collect_policy })
+            .unwrap_or_default())
+    }
 }
 
 /// The collection policy of a node's metrics.

@@ -90,7 +90,7 @@ impl Source<'_> {
         let with_path = |e: serde_path_to_error::Error<serde_json::Error>| {
             (e.path().to_string(), e.into_inner().to_string())
         };
-        match self {
+        let result = match self {
             // Path tracking costs a third of the decoding time, so it runs
             // only to explain an error (here and for YAML below).
             Source::Json(text) => serde_json::from_str(text).or_else(|_| {
@@ -102,8 +102,20 @@ impl Source<'_> {
                     .map_err(|e| (e.path().to_string(), e.into_inner().to_string()))
             }),
             Source::Value(value) => serde_path_to_error::deserialize(value).map_err(with_path),
-        }
+        };
+        result.map_err(|(path, message)| name_missing_field(path, message))
     }
+}
+
+/// A missing required field as serde reports it (at the path of the object
+/// that lacks it, `.` for the object itself: "`.`: missing field `spec`")
+/// becomes an error at the field's own path ("`spec`: required field is
+/// missing"), like every other field error. Other errors are kept.
+fn name_missing_field(path: String, message: String) -> (String, String) {
+    let Some(rest) = message.strip_prefix("missing field `") else { return (path, message) };
+    let Some((field, location)) = rest.split_once('`') else { return (path, message) };
+    let path = if path == "." { field.to_string() } else { format!("{path}.{field}") };
+    (path, format!("required field is missing{location}"))
 }
 
 /// Decodes one piece into `into`. `scratch` is a tape buffer reused from

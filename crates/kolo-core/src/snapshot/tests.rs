@@ -134,6 +134,21 @@ fn errors_name_document_object_and_field() {
             "test.yaml: document 1 (Node node-a): status.allocatable: resource \"memory\": invalid quantity \"lots\"",
         ),
         (
+            "missing required field of the object",
+            "apiVersion: slo.koordinator.sh/v1alpha1\nkind: NodeSLO\nmetadata:\n  name: node-a\n".to_string(),
+            "test.yaml: document 1 (NodeSLO node-a): spec: required field is missing",
+        ),
+        (
+            "missing required field in JSON",
+            r#"{"apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeSLO", "metadata": {"name": "node-a"}}"#.to_string(),
+            "test.yaml: document 1 (NodeSLO node-a): spec: required field is missing at line 1",
+        ),
+        (
+            "missing required field deeper",
+            "apiVersion: scheduling.koordinator.sh/v1alpha1\nkind: Device\nmetadata:\n  name: node-a\nspec:\n  devices:\n  - type: gpu\n    minor: 0\n".to_string(),
+            "test.yaml: document 1 (Device node-a): spec.devices[0].health: required field is missing",
+        ),
+        (
             "missing kind",
             "metadata:\n  name: x\n".to_string(),
             "test.yaml: document 1 (<no kind> x): kind: missing",
@@ -168,6 +183,22 @@ fn a_failed_add_leaves_the_snapshot_unchanged() {
     assert_eq!((s.nodes.len(), s.pods.len()), (1, 0));
     s.add_text(POD, "more.yaml").unwrap();
     assert_eq!(s.pods.len(), 1);
+}
+
+#[test]
+fn a_nodemetric_without_spec_loads_with_the_default_spec() {
+    let yaml = "apiVersion: slo.koordinator.sh/v1alpha1\nkind: NodeMetric\nmetadata:\n  name: node-a\nstatus:\n  updateTime: \"2026-01-01T00:00:00Z\"\n";
+    let json = r#"{"apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeMetric", "metadata": {"name": "node-b"}}"#;
+    let flow =
+        "apiVersion: slo.koordinator.sh/v1alpha1\nkind: NodeMetric\nmetadata: {name: node-c}\n";
+    for (case, text) in [("yaml", yaml), ("json", json), ("yaml outside the fast path", flow)] {
+        let s = snapshot(text);
+        assert_eq!(s.node_metrics.len(), 1, "{case}");
+        let metric = &s.node_metrics[0];
+        assert_eq!(metric.spec, kolo_api::crd::NodeMetricSpec::default(), "{case}");
+    }
+    let s = snapshot(yaml);
+    assert!(s.node_metrics[0].status.as_ref().unwrap().update_time.is_some());
 }
 
 #[test]

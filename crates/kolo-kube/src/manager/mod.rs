@@ -2,15 +2,14 @@
 //!
 //! Watchers and reflectors keep nodes, pods, NodeMetrics, NodeSLOs and the
 //! `slo-controller-config` ConfigMap in memory. Any change (debounced) and a
-//! periodic resync trigger one pass: [`plan`] decides, from those stores,
-//! the configuration and the time, every write the cluster needs (batch /
-//! mid allocatable on node status, NodeMetric spec, NodeSLO), and
-//! [`Controller`] performs them. Each pass reads whole stores, so it is
-//! level-triggered: a missed or duplicated watch event, a restart of the API
-//! server or of the manager changes nothing but when the next pass runs.
+//! periodic resync trigger one pass: [`kolo_manager::pass::Pass`] decides,
+//! from those stores, the configuration and the time, every write the
+//! cluster needs (batch / mid allocatable on node status, NodeMetric spec,
+//! NodeSLO), and [`Controller`] performs them and tells the pass which
+//! succeeded. Each pass reads whole stores, so it is level-triggered: a
+//! missed or duplicated watch event, a restart of the API server or of the
+//! manager changes nothing but when the next pass runs.
 
-mod plan;
 mod run;
 
-pub use plan::{MANAGED_BY, ManagerAction, Plan, StoreState, plan};
 pub use run::{Controller, ManagerOptions};

@@ -1,7 +1,6 @@
-//! The manager's controllers: reflectors in, [`plan`] in the middle, API
+//! The manager's controllers: reflectors in, the pass in the middle, API
 //! writes out.
 
-use std::collections::HashMap;
 use std::fmt::Debug;
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,6 +9,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
 use kolo_api::crd::{NodeMetric, NodeSLO};
 use kolo_core::clock::Timestamp;
 use kolo_manager::config::SloConfigStore;
+use kolo_manager::pass::{MANAGED_BY, ManagerAction, Pass, StoreState};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
@@ -17,7 +17,6 @@ use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 use tokio::sync::Notify;
 
-use super::plan::{MANAGED_BY, ManagerAction, StoreState, plan};
 use crate::error::KubeError;
 use crate::health::Health;
 use crate::leader::Leadership;
@@ -70,7 +69,8 @@ pub struct Controller {
     health: Arc<Health>,
     config: SloConfigStore,
     config_version: Option<String>,
-    last_status_update: HashMap<String, Timestamp>,
+    /// The decisions, and what the manager wrote.
+    pass: Pass,
 }
 
 impl Controller {
@@ -82,7 +82,7 @@ impl Controller {
             health,
             config: SloConfigStore::new(),
             config_version: None,
-            last_status_update: HashMap::new(),
+            pass: Pass::new(),
         }
     }
 
@@ -159,10 +159,11 @@ impl Controller {
         for error in &status.errors {
             tracing::error!(configmap = %key, %error, "ConfigMap key rejected; keeping its last good value");
         }
+        self.pass.config_status(status);
         self.config_version = version.or(Some(String::new()));
     }
 
-    /// One pass: decide, then write.
+    /// One pass: decide, then write, then record what was written.
     async fn pass(&mut self, stores: &Stores) {
         self.refresh_config(stores);
         let state = StoreState {
@@ -172,43 +173,43 @@ impl Controller {
             slos: stores.slos.state(),
         };
         let now = Timestamp::now();
-        let in_error = !self.config.status().errors.is_empty();
-        let plan = plan(&state, &self.config.config(), in_error, &self.last_status_update, now);
-        for warning in &plan.warnings {
+        let plan = self.pass.plan(&state, &self.config.config(), now);
+        for warning in plan.all_warnings() {
             tracing::warn!("{warning}");
         }
-        for action in plan.actions {
-            if let Err(e) = self.act(&action, now).await {
-                tracing::warn!(error = %e, "write failed; the next pass retries");
+        for action in plan.into_actions() {
+            match self.act(&action).await {
+                Ok(()) => self.pass.applied(&action, now),
+                Err(e) => tracing::warn!(error = %e, "write failed; the next pass retries"),
             }
         }
     }
 
-    async fn act(&mut self, action: &ManagerAction, now: Timestamp) -> Result<(), KubeError> {
+    async fn act(&self, action: &ManagerAction) -> Result<(), KubeError> {
         let c = self.client.clone();
         let (what, result) = match action {
-            ManagerAction::PatchNodeStatus { node, resources, reason } => {
+            ManagerAction::PatchNodeStatus { node, write } => {
                 let api: Api<Node> = Api::all(c);
-                let patch = Patch::Merge(resources.status_patch());
+                let patch = Patch::Merge(write.resources.status_patch());
                 let r = api.patch_status(node, &PatchParams::default(), &patch).await;
                 if r.is_ok() {
+                    let (reason, resources) = (&write.reason, &write.resources);
                     tracing::info!(%node, %reason, ?resources, "patched node batch / mid allocatable");
-                    self.last_status_update.insert(node.clone(), now);
                 }
                 let r = r
                     .map(drop)
                     .map_err(|e| KubeError::api("patch status of", format!("Node/{node}"), e));
                 ("patch_node_status", r)
             }
-            ManagerAction::PutNodeMetric { node, spec, create } => {
-                let mut object = NodeMetric::new(node, spec.clone());
+            ManagerAction::PutNodeMetric { node, write } => {
+                let mut object = NodeMetric::new(node, write.spec.clone());
                 object.metadata.labels = Some(managed_by());
-                ("put_nodemetric", put(Api::all(c), node, &object, *create).await)
+                ("put_nodemetric", put(Api::all(c), node, &object, write.create).await)
             }
-            ManagerAction::PutNodeSlo { node, spec, create } => {
-                let mut object = NodeSLO::new(node, (**spec).clone());
+            ManagerAction::PutNodeSlo { node, write } => {
+                let mut object = NodeSLO::new(node, (*write.spec).clone());
                 object.metadata.labels = Some(managed_by());
-                ("put_nodeslo", put(Api::all(c), node, &object, *create).await)
+                ("put_nodeslo", put(Api::all(c), node, &object, write.create).await)
             }
             ManagerAction::DeleteNodeMetric { node } => {
                 ("delete_nodemetric", delete::<NodeMetric>(Api::all(c), node).await)

@@ -27,6 +27,7 @@
 
 pub mod amount;
 pub mod batch;
+mod by_node;
 pub mod degrade;
 pub mod explain;
 mod inputs;
@@ -37,8 +38,6 @@ pub mod update;
 #[cfg(test)]
 mod tests;
 
-use std::collections::HashMap;
-
 use kolo_api::crd::NodeMetric;
 use kolo_core::clock::Timestamp;
 use kolo_core::node::NodeView;
@@ -48,6 +47,7 @@ use serde::Serialize;
 
 pub use self::amount::{CpuMem, Percents};
 pub use self::batch::{BatchTerms, OptionalAmounts, PodTerms};
+pub use self::by_node::ByNode;
 pub use self::degrade::{ResetReason, degrade_reason};
 pub use self::inputs::MetricError;
 pub use self::mid::{MidDefaultTerms, MidMode, MidStaticTerms, MidTerms};
@@ -197,9 +197,10 @@ pub fn calculate(inputs: &NodeInputs<'_>) -> NodeResource {
 }
 
 /// [`calculate`] for every node: pods are matched to nodes by
-/// `spec.nodeName`, NodeMetrics by name (a later duplicate wins), and each
-/// node gets its strategy from `colocation` ([`node_strategy`], whose
-/// warnings come first in the node's warnings). Results are in node order.
+/// `spec.nodeName`, NodeMetrics by name (a later duplicate wins; see
+/// [`ByNode`]), and each node gets its strategy from `colocation`
+/// ([`node_strategy`], whose warnings come first in the node's warnings).
+/// Results are in node order.
 pub fn calculate_all<'a>(
     nodes: impl IntoIterator<Item = &'a NodeView>,
     pods: impl IntoIterator<Item = &'a PodView>,
@@ -207,30 +208,16 @@ pub fn calculate_all<'a>(
     colocation: &ResolvedColocation,
     now: Timestamp,
 ) -> Vec<NodeResource> {
-    let mut pods_by_node: HashMap<&str, Vec<&PodView>> = HashMap::new();
-    for pod in pods {
-        if let Some(node) = pod.node_name() {
-            pods_by_node.entry(node).or_default().push(pod);
-        }
-    }
-    let metrics: HashMap<String, NodeUsageReport> = metrics
-        .into_iter()
-        .filter(|m| m.metadata.name.is_some())
-        .map(|m| {
-            let report = NodeUsageReport::read(m);
-            (report.node.clone(), report)
-        })
-        .collect();
+    let by_node = ByNode::new(pods, metrics);
     let cluster_enabled = colocation.cluster.is_enabled();
     nodes
         .into_iter()
         .map(|node| {
             let (strategy, mut warnings) = node_strategy(colocation, node);
-            let pods = pods_by_node.get(node.name()).map_or(&[][..], Vec::as_slice);
             let mut result = calculate(&NodeInputs {
                 node,
-                pods,
-                metric: metrics.get(node.name()),
+                pods: by_node.pods(node.name()),
+                metric: by_node.report(node.name()),
                 strategy: &strategy,
                 cluster_enabled,
                 now,

@@ -1,0 +1,116 @@
+//! One node's decision: from what the cluster holds about the node, what it
+//! should hold, and the pass's bookkeeping, the writes the node needs.
+//!
+//! [`Pass::plan`](super::Pass::plan) makes this decision for every node of
+//! its stores; the simulator makes it for each of its nodes in parallel.
+
+use kolo_api::crd::{NodeMetricSpec, NodeSLOSpec};
+use kolo_core::clock::Timestamp;
+use kolo_core::node::NodeView;
+use kolo_core::pod::PodView;
+use kolo_core::usage_report::NodeUsageReport;
+use serde::Serialize;
+
+use super::node_config::NodeConfig;
+use super::record::NodeRecord;
+use crate::nodemetric::{NodeMetricAction, reconcile_node_metric};
+use crate::noderesource::{ExtendedResources, NodeInputs, UpdateReason, calculate, update_needed};
+use crate::nodeslo::{NodeSloAction, reconcile_node_slo};
+
+/// What the cluster holds about one node.
+#[derive(Debug, Clone, Copy)]
+pub struct NodeObjects<'a> {
+    /// The node (its status holds the batch / mid amounts last written).
+    pub node: &'a NodeView,
+    /// The pods bound to it (`spec.nodeName`), in any phase.
+    pub pods: &'a [&'a PodView],
+    /// Its NodeMetric, read ([`NodeUsageReport::read`]); `None` when there
+    /// is none.
+    pub metric: Option<&'a NodeUsageReport>,
+    /// Its NodeMetric's spec; `None` when there is no NodeMetric.
+    pub metric_spec: Option<&'a NodeMetricSpec>,
+    /// Its NodeSLO's spec; `None` when there is no NodeSLO.
+    pub slo: Option<&'a NodeSLOSpec>,
+}
+
+/// A write of the node's batch / mid amounts to its status.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StatusWrite {
+    /// The amounts (`None`: remove the resource).
+    pub resources: ExtendedResources,
+    /// Why now.
+    pub reason: UpdateReason,
+}
+
+/// A write of an object's spec.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SpecWrite<S> {
+    /// The spec.
+    pub spec: S,
+    /// Whether the object does not exist yet (else its spec is replaced).
+    pub create: bool,
+}
+
+/// The writes one node needs.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct NodePlan {
+    /// Its status, when the throttle lets a change through.
+    pub status: Option<StatusWrite>,
+    /// Its NodeMetric, when missing or different.
+    pub metric: Option<SpecWrite<NodeMetricSpec>>,
+    /// Its NodeSLO, when missing or different.
+    pub slo: Option<SpecWrite<Box<NodeSLOSpec>>>,
+    /// Problems met on the way (malformed labels, annotations), each naming
+    /// the node and the key.
+    pub warnings: Vec<String>,
+}
+
+impl NodePlan {
+    /// Whether the node needs no write.
+    pub fn is_empty(&self) -> bool {
+        self.status.is_none() && self.metric.is_none() && self.slo.is_none()
+    }
+}
+
+/// Decides the writes one node needs. `config_in_error` keeps an existing
+/// NodeMetric spec while the ConfigMap has errors.
+pub(super) fn decide(
+    config: &NodeConfig,
+    objects: &NodeObjects<'_>,
+    record: &NodeRecord,
+    config_in_error: bool,
+    now: Timestamp,
+) -> NodePlan {
+    let mut warnings = config.warnings.clone();
+    let status = config.colocation.as_ref().and_then(|colocation| {
+        let mut result = calculate(&NodeInputs {
+            node: objects.node,
+            pods: objects.pods,
+            metric: objects.metric,
+            strategy: &colocation.strategy,
+            cluster_enabled: colocation.cluster_enabled,
+            now,
+        });
+        warnings.append(&mut result.warnings);
+        let current = ExtendedResources::from_status(objects.node);
+        let (last, strategy) = (record.last_status_update, &colocation.strategy);
+        update_needed(&current, &result.resources, last, now, strategy)
+            .map(|reason| StatusWrite { resources: result.resources, reason })
+    });
+    let metric = match reconcile_node_metric(
+        true,
+        objects.metric_spec,
+        &config.metric_spec,
+        config_in_error,
+    ) {
+        NodeMetricAction::Create(spec) => Some(SpecWrite { spec, create: true }),
+        NodeMetricAction::Update(spec) => Some(SpecWrite { spec, create: false }),
+        NodeMetricAction::Delete | NodeMetricAction::Keep => None,
+    };
+    let slo = match reconcile_node_slo(true, objects.slo, &config.slo) {
+        NodeSloAction::Create(spec) => Some(SpecWrite { spec, create: true }),
+        NodeSloAction::Update(spec) => Some(SpecWrite { spec, create: false }),
+        NodeSloAction::Delete | NodeSloAction::Keep => None,
+    };
+    NodePlan { status, metric, slo, warnings }
+}
