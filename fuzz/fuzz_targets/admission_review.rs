@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
-use kolo_manager::webhook::server::admission::{decode_review, pod_admission, skip_reason};
+use kolo_manager::webhook::review::{decode_review, pod_admission, skip_reason};
 use kolo_manager::webhook::{AdmissionState, MutateOutcome, mutate_pod, validate_pod};
 use libfuzzer_sys::fuzz_target;
 use rand::SeedableRng;

@@ -9,14 +9,18 @@
 //! * [`client`]: a [`kube::Client`] from a kubeconfig file or the pod's
 //!   service account;
 //! * [`leader`]: leader election with a `coordination.k8s.io/v1` Lease;
-//! * [`health`]: `/healthz`, `/readyz` and `/metrics` for every component;
+//! * [`health`]: the one `/healthz`, `/readyz` and `/metrics` endpoint of a
+//!   process, which every component registers its readiness and metrics
+//!   with (on the process's runtime or on a thread of its own);
 //! * [`mirror`]: a watcher's events as applies and deletes, relists included;
 //! * [`reflect`]: reflector stores with a change signal;
 //! * [`manager`]: the SLO controllers (batch / mid allocatable, NodeMetric
 //!   spec, NodeSLO);
 //! * [`scheduler`]: the scheduler driver (watch → cache, bind, Events);
-//! * [`webhook`]: the admission webhooks fed from watches, with their
-//!   certificate and webhook configurations;
+//! * [`webhook`]: the admission webhooks' HTTPS server (TLS, certificates,
+//!   limits, fail-safe answers, metrics) around kolo-manager's pure
+//!   decisions, fed from watches or from files, with the webhook
+//!   configurations that register it;
 //! * [`agent`]: the node agent's cluster side (NodeMetric status, Eviction).
 
 pub mod agent;

@@ -1,7 +1,7 @@
 //! # kolo-manager
 //!
 //! The decisions of kolo's manager, as pure functions of (cluster state,
-//! configuration, time), plus the admission webhook server:
+//! configuration, time):
 //!
 //! * [`config`]: the `slo-controller-config` ConfigMap, parsed key by key,
 //!   layered per node, and kept at its last good value;
@@ -13,9 +13,11 @@
 //!   (or one node), holding what it remembers between rounds: the object
 //!   kolo-kube's controller and kolo-sim's engine both drive;
 //! * [`webhook`]: pod mutation (ClusterColocationProfile, resource
-//!   translation) and validation, and the HTTPS server that serves them.
+//!   translation) and validation, and the AdmissionReviews they read and
+//!   answer.
 //!
-//! Only [`webhook::server`] does I/O; everything else is deterministic.
+//! Nothing here does I/O: the HTTPS server that serves the webhooks, and
+//! the controllers that write what the passes decide, are `kolo-kube`'s.
 
 pub mod config;
 pub mod nodemetric;

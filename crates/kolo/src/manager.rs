@@ -1,19 +1,22 @@
 //! `kolo manager`: the manager's long-running components.
 //!
-//! `kolo manager webhook` runs the admission webhook HTTPS server alone,
-//! deciding with profiles, namespaces and PriorityClasses read from files
-//! (a cluster driver that watches them is separate work).
+//! `kolo manager webhook` runs the admission webhook HTTPS server alone
+//! (`kolo_kube::webhook::standalone`), deciding with profiles, namespaces
+//! and PriorityClasses read from files; `kolo manager run` is the manager
+//! against a cluster (`crate::manager_run`).
 
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::logging::LogFormat;
 use kolo_core::snapshot::Snapshot;
-use kolo_manager::webhook::server::state::{SharedState, state_from_snapshot};
-use kolo_manager::webhook::server::tls::{self, CertResolver, SelfSignedOptions};
-use kolo_manager::webhook::server::{Limits, Webhook, WebhookServer};
+use kolo_kube::webhook::server::tls::{self, CertificateSource, SelfSignedOptions};
+use kolo_kube::webhook::server::{DEFAULT_MAX_BODY_BYTES, Limits};
+use kolo_kube::webhook::standalone::{self, StandaloneError, StandaloneOptions};
+use kolo_manager::webhook::AdmissionState;
+
+use crate::logging::LogFormat;
 
 /// `kolo manager` subcommands.
 #[derive(Debug, clap::Subcommand)]
@@ -75,7 +78,7 @@ pub struct WebhookArgs {
     #[arg(long = "state", value_name = "FILE")]
     state: Vec<PathBuf>,
     /// Largest accepted request body; larger ones get HTTP 413.
-    #[arg(long, value_name = "BYTES", default_value_t = kolo_manager::webhook::server::DEFAULT_MAX_BODY_BYTES)]
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_BODY_BYTES)]
     max_body_bytes: usize,
     /// How long a decision may take before the pod is admitted unchanged.
     #[arg(long, value_name = "MS", default_value_t = 500)]
@@ -94,15 +97,12 @@ pub enum ManagerError {
     /// A `--state` file could not be loaded.
     #[error("--state: {0}")]
     State(#[from] kolo_core::snapshot::SnapshotError),
-    /// The certificate could not be loaded or generated.
+    /// The certificate could not be generated, or its CA not written.
     #[error(transparent)]
     Tls(#[from] tls::TlsError),
-    /// The server could not start.
+    /// The webhooks could not be served.
     #[error(transparent)]
-    Server(#[from] kolo_manager::webhook::server::ServerError),
-    /// The tokio runtime could not start.
-    #[error("starting the async runtime: {0}")]
-    Runtime(std::io::Error),
+    Webhook(#[from] StandaloneError),
     /// Printing the CA failed.
     #[error("printing the CA: {0}")]
     Print(std::io::Error),
@@ -118,16 +118,29 @@ pub fn run(command: Command) -> Result<(), Box<dyn std::error::Error + Send + Sy
 
 fn run_webhook(args: WebhookArgs) -> Result<(), ManagerError> {
     crate::logging::init(args.log_format);
+    let state = load_state(&args.state)?;
+    let certificate = certificate(&args)?;
+    let limits = Limits {
+        max_body_bytes: args.max_body_bytes,
+        decision_timeout: Duration::from_millis(args.timeout_ms.max(1)),
+        ..Limits::default()
+    };
+    let options = StandaloneOptions { listen: args.listen, certificate, limits };
+    standalone::run(options, state, shutdown_signal())?;
+    Ok(())
+}
 
+/// The admission state of the `--state` files, its problems logged.
+fn load_state(files: &[PathBuf]) -> Result<AdmissionState, ManagerError> {
     let mut snapshot = Snapshot::default();
-    for path in &args.state {
+    for path in files {
         snapshot.add_file(path)?;
     }
-    let state = state_from_snapshot(&snapshot);
+    let state = AdmissionState::from_snapshot(&snapshot);
     for warning in state.warnings() {
         tracing::warn!("{warning}");
     }
-    if args.state.is_empty() {
+    if files.is_empty() {
         tracing::warn!("no --state given: no colocation profiles, pods are admitted unchanged");
     }
     tracing::info!(
@@ -136,70 +149,44 @@ fn run_webhook(args: WebhookArgs) -> Result<(), ManagerError> {
         priority_classes = snapshot.priority_classes.len(),
         "admission state loaded"
     );
+    Ok(state)
+}
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_name("kolo-webhook")
-        .build()
-        .map_err(ManagerError::Runtime)?;
-    let result = runtime.block_on(async move {
-        let resolver = match (&args.tls_cert, &args.tls_key) {
-            (Some(cert), Some(key)) => {
-                let resolver = CertResolver::new(tls::load_pem_files(cert, key)?);
-                tokio::spawn(tls::watch_pem_files(
-                    resolver.clone(),
-                    cert.clone(),
-                    key.clone(),
-                    Duration::from_secs(args.cert_check_interval_secs.max(1)),
-                ));
-                resolver
-            }
-            _ => {
-                let mut options = SelfSignedOptions {
-                    validity_days: args.validity_days,
-                    ..SelfSignedOptions::default()
-                };
-                if !args.dns_names.is_empty() || !args.ips.is_empty() {
-                    options.dns_names = args.dns_names.clone();
-                    options.ips = args.ips.clone();
-                }
-                let generated = tls::generate_self_signed(&options)?;
-                match &args.ca_out {
-                    Some(path) => {
-                        tls::write_pem(path, &generated.ca_cert_pem)?;
-                        tracing::info!(path = %path.display(), "generated CA written");
-                    }
-                    None => {
-                        let mut out = std::io::stdout().lock();
-                        write!(
-                            out,
-                            "# kolo webhook CA (PEM):\n{}# caBundle:\n{}\n",
-                            generated.ca_cert_pem,
-                            generated.ca_bundle_base64()
-                        )
-                        .and_then(|()| out.flush())
-                        .map_err(ManagerError::Print)?;
-                    }
-                }
-                CertResolver::new(generated.certified_key()?)
-            }
-        };
-        let limits = Limits {
-            max_body_bytes: args.max_body_bytes,
-            decision_timeout: Duration::from_millis(args.timeout_ms.max(1)),
-            ..Limits::default()
-        };
-        let webhook = Webhook::new(SharedState::new(state)).with_limits(limits);
-        let server =
-            WebhookServer::bind(args.listen, tls::server_config(resolver)?, webhook).await?;
-        server.serve(shutdown_signal()).await;
-        tracing::info!("stopped");
-        Ok(())
-    });
-    // A decision that never returns (one that timed out) must not keep the
-    // process alive: blocking threads still running are abandoned.
-    runtime.shutdown_timeout(Duration::from_secs(1));
-    result
+/// The serving certificate the options ask for; a generated one's CA is
+/// written to `--ca-out` or printed first.
+fn certificate(args: &WebhookArgs) -> Result<CertificateSource, ManagerError> {
+    if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+        return Ok(CertificateSource::Files {
+            cert: cert.clone(),
+            key: key.clone(),
+            check_interval: Duration::from_secs(args.cert_check_interval_secs.max(1)),
+        });
+    }
+    let mut options =
+        SelfSignedOptions { validity_days: args.validity_days, ..SelfSignedOptions::default() };
+    if !args.dns_names.is_empty() || !args.ips.is_empty() {
+        options.dns_names = args.dns_names.clone();
+        options.ips = args.ips.clone();
+    }
+    let generated = tls::generate_self_signed(&options)?;
+    match &args.ca_out {
+        Some(path) => {
+            tls::write_pem(path, &generated.ca_cert_pem)?;
+            tracing::info!(path = %path.display(), "generated CA written");
+        }
+        None => {
+            let mut out = std::io::stdout().lock();
+            write!(
+                out,
+                "# kolo webhook CA (PEM):\n{}# caBundle:\n{}\n",
+                generated.ca_cert_pem,
+                generated.ca_bundle_base64()
+            )
+            .and_then(|()| out.flush())
+            .map_err(ManagerError::Print)?;
+        }
+    }
+    Ok(CertificateSource::Generated(generated))
 }
 
 /// Completes on Ctrl-C or SIGTERM.

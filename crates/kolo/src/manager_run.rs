@@ -8,8 +8,9 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use kolo_kube::manager::{Controller, ManagerOptions};
+use kolo_kube::webhook::server::DEFAULT_DECISION_TIMEOUT;
+use kolo_kube::webhook::server::tls::SelfSignedOptions;
 use kolo_kube::webhook::{ClientTarget, WebhookConfigurations, WebhookOptions};
-use kolo_manager::webhook::server::tls::SelfSignedOptions;
 
 use crate::cluster::{self, ComponentArgs, ComponentError};
 
@@ -69,7 +70,7 @@ struct WebhookArgs {
     /// through the webhooks; default: all namespaces.
     #[arg(long, value_name = "KEY=VALUE")]
     webhook_namespace_label: Vec<String>,
-    /// The API server's timeout for one webhook call, seconds.
+    /// The API server's timeout for one webhook call, seconds (1 to 30).
     #[arg(long, value_name = "SECONDS", default_value_t = 3)]
     webhook_timeout_seconds: i32,
 }
@@ -113,9 +114,9 @@ impl WebhookArgs {
                 name: self.webhook_configuration_name.clone(),
                 target,
                 namespace_selector,
-                timeout_seconds: self.webhook_timeout_seconds.clamp(1, 30),
+                timeout_seconds: self.webhook_timeout_seconds,
             },
-            decision_timeout: Duration::from_millis(500),
+            decision_timeout: DEFAULT_DECISION_TIMEOUT,
         }))
     }
 }
@@ -132,7 +133,9 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     };
     let ComponentArgs { cluster, leader } = args.component;
     cluster::run("manager", &cluster, None, |client, health, _| async move {
-        // Every replica serves admission; only the leader writes.
+        // Every replica serves admission; only the leader writes. The
+        // webhooks' metrics and readiness join the manager's health
+        // endpoint.
         let webhook = async {
             match webhook {
                 Some(w) => kolo_kube::webhook::run(client.clone(), w, health.clone()).await,

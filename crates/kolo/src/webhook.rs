@@ -4,8 +4,9 @@
 //! file, with the ClusterColocationProfiles, Namespaces and PriorityClasses
 //! read from others, then validates the result as the validating webhook
 //! would. `kolo webhook validate` runs only the validation. Both use the
-//! same decision functions as the webhook server (`kolo_manager::webhook`),
-//! so what they print is what the cluster would do.
+//! same decision functions and admission state as the webhook server
+//! (`kolo_manager::webhook`), so what they print is what the cluster would
+//! do; this file only reads the files and prints.
 //!
 //! Exit status: 0 when every pod is admitted, 1 when one is denied (the
 //! output still shows every pod; stderr says which were denied) or the
@@ -18,11 +19,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use k8s_openapi::api::core::v1::Pod;
-use kolo_api::PriorityClass;
 use kolo_core::snapshot::Snapshot;
 use kolo_manager::webhook::mutation::seeded_rng;
 use kolo_manager::webhook::{
-    AdmissionState, MutateOutcome, Operation, PodAdmission, PriorityClassInfo, ValidateOutcome,
+    AdmissionInputs, AdmissionState, MutateOutcome, Operation, PodAdmission, ValidateOutcome,
     mutate_pod, validate_pod,
 };
 use serde::Serialize;
@@ -216,45 +216,24 @@ fn old_pods(
         .collect()
 }
 
-/// The admission state from the profile and state files.
+/// The admission state from the profile and state files, with
+/// Koordinator's PriorityClasses assumed and `--namespace-labels` applied
+/// to the pods' namespaces.
 fn admission_state(args: &MutateArgs, pods: &[Pod]) -> Result<AdmissionState, BoxError> {
     let mut snapshot = Snapshot::default();
     for file in args.profiles.iter().chain(&args.state) {
         snapshot.add_file(file)?;
     }
-    let mut namespaces: BTreeMap<String, BTreeMap<String, String>> = snapshot
-        .namespaces
-        .iter()
-        .filter_map(|ns| {
-            Some((ns.metadata.name.clone()?, ns.metadata.labels.clone().unwrap_or_default()))
-        })
-        .collect();
+    let mut inputs = AdmissionInputs::from_snapshot(&snapshot);
+    inputs.assume_koordinator_priority_classes();
     if let Some(labels) = &args.namespace_labels {
         for pod in pods {
             let namespace = pod.metadata.namespace.clone().filter(|n| !n.is_empty());
-            namespaces.insert(namespace.unwrap_or_else(|| args.namespace.clone()), labels.clone());
+            let namespace = namespace.unwrap_or_else(|| args.namespace.clone());
+            inputs.namespaces.insert(namespace, labels.clone());
         }
     }
-    let mut priority_classes: BTreeMap<String, PriorityClassInfo> = PriorityClass::NAMED
-        .iter()
-        .map(|class| {
-            let info = PriorityClassInfo {
-                value: class.default_priority(),
-                preemption_policy: Some("PreemptLowerPriority".to_string()),
-            };
-            (class.as_str().to_string(), info)
-        })
-        .collect();
-    for pc in &snapshot.priority_classes {
-        if let Some(name) = &pc.metadata.name {
-            let info = PriorityClassInfo {
-                value: pc.value,
-                preemption_policy: pc.preemption_policy.clone(),
-            };
-            priority_classes.insert(name.clone(), info);
-        }
-    }
-    Ok(AdmissionState::new(snapshot.colocation_profiles, namespaces, priority_classes))
+    Ok(inputs.build())
 }
 
 /// A seed nobody chose: std's per-process random hasher keys.

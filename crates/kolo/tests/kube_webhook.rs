@@ -249,7 +249,7 @@ fn pods_created_through_the_api_server_are_mutated_and_validated() {
         .arg(&ca)
         .arg("--state")
         .arg(&state)
-        .env("RUST_LOG", "info,kolo_manager=debug")
+        .env("RUST_LOG", "info,kolo_kube=debug")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&stderr).unwrap())

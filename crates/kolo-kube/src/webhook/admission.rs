@@ -11,12 +11,13 @@ use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kolo_api::crd::ClusterColocationProfile;
 use kolo_core::snapshot::Snapshot;
-use kolo_manager::webhook::server::state::{SharedState, state_from_snapshot};
+use kolo_manager::webhook::AdmissionState;
 use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
 use kube::{Api, Client};
 use tokio::sync::Notify;
 
+use super::server::state::SharedState;
 use crate::reflect::reflect;
 
 /// Keeps `state` in step with the cluster. It stays pending (the webhook
@@ -40,7 +41,7 @@ pub fn follow(client: Client, state: SharedState) {
                 priority_classes: classes.state().iter().map(|c| (**c).clone()).collect(),
                 ..Snapshot::default()
             };
-            let admission = state_from_snapshot(&snapshot);
+            let admission = AdmissionState::from_snapshot(&snapshot);
             for warning in admission.warnings() {
                 tracing::warn!("{warning}");
             }

@@ -10,10 +10,11 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
-use kolo_manager::webhook::server::tls::{self, GeneratedCertificates, SelfSignedOptions};
+
 use kube::api::{ObjectMeta, PostParams};
 use kube::{Api, Client};
 
+use super::server::tls::{self, GeneratedCertificates, SelfSignedOptions};
 use crate::error::KubeError;
 
 const CA: &str = "ca.crt";

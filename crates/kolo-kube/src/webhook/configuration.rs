@@ -41,7 +41,8 @@ pub struct WebhookConfigurations {
     /// Only namespaces with these labels (all when empty).
     pub namespace_selector: BTreeMap<String, String>,
     /// The API server gives up after this many seconds (and, with
-    /// `failurePolicy: Ignore`, admits the pod unchanged).
+    /// `failurePolicy: Ignore`, admits the pod unchanged); written within
+    /// the 1 to 30 the API accepts.
     pub timeout_seconds: i32,
 }
 
@@ -73,7 +74,7 @@ impl WebhookConfigurations {
             "failurePolicy": "Ignore",
             "sideEffects": "None",
             "admissionReviewVersions": ["v1"],
-            "timeoutSeconds": self.timeout_seconds,
+            "timeoutSeconds": self.timeout_seconds.clamp(1, 30),
         })
     }
 
@@ -176,6 +177,20 @@ mod tests {
                 };
                 assert!(where_.as_str().unwrap().ends_with(path), "{where_}");
             }
+        }
+    }
+
+    #[test]
+    fn the_timeout_stays_within_what_the_api_accepts() {
+        for (asked, written) in [(0, 1), (-5, 1), (1, 1), (30, 30), (31, 30), (600, 30)] {
+            let c = WebhookConfigurations {
+                name: "kolo".into(),
+                target: ClientTarget::Url("https://127.0.0.1:9443".into()),
+                namespace_selector: BTreeMap::new(),
+                timeout_seconds: asked,
+            };
+            assert_eq!(c.mutating("Q0E=")["webhooks"][0]["timeoutSeconds"], written, "{asked}");
+            assert_eq!(c.validating("Q0E=")["webhooks"][0]["timeoutSeconds"], written, "{asked}");
         }
     }
 }

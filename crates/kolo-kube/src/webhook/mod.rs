@@ -1,7 +1,13 @@
-//! The manager's admission webhooks in a cluster: the server from
-//! `kolo-manager` fed from watches, a serving certificate shared by every
-//! replica through a Secret, and the Mutating / ValidatingWebhookConfiguration
-//! kept pointing at it with the right `caBundle`.
+//! The manager's admission webhooks: the HTTPS server that carries
+//! `kolo-manager`'s pure admission decisions ([`server`]), and the two ways
+//! it runs:
+//!
+//! * in a cluster ([`run`]): the admission state fed from watches
+//!   ([`admission`]), a serving certificate shared by every replica
+//!   through a Secret ([`certs`]), and the Mutating /
+//!   ValidatingWebhookConfiguration kept pointing at it with the right
+//!   `caBundle` ([`configuration`]);
+//! * on its own ([`standalone`]), with a fixed state read from files.
 //!
 //! The configurations use `failurePolicy: Ignore` and a short timeout: pod
 //! creation never depends on kolo being up (a pod admitted while the
@@ -11,18 +17,20 @@
 pub mod admission;
 pub mod certs;
 pub mod configuration;
+pub mod server;
+pub mod standalone;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kolo_manager::webhook::server::state::SharedState;
-use kolo_manager::webhook::server::tls::{self, CertResolver, SelfSignedOptions};
-use kolo_manager::webhook::server::{Limits, Webhook, WebhookServer};
 use kube::Client;
 
 pub use configuration::{ClientTarget, WebhookConfigurations};
 
+use self::server::state::SharedState;
+use self::server::tls::{self, CertificateSource, SelfSignedOptions};
+use self::server::{Limits, Webhook, WebhookServer};
 use crate::error::KubeError;
 use crate::health::Health;
 
@@ -45,29 +53,26 @@ pub struct WebhookOptions {
 /// Serves the webhook until the process ends: loads (or creates) the
 /// shared certificate, starts following profiles, namespaces and
 /// PriorityClasses, registers the webhook configurations, and serves.
+/// The webhooks' metrics and readiness join the process's `health`.
 pub async fn run(
     client: Client,
     options: WebhookOptions,
     health: Arc<Health>,
 ) -> Result<(), KubeError> {
     let certs = certs::shared_certificates(&client, &options.secret, &options.certificate).await?;
-    let key = certs.certified_key().map_err(|e| KubeError::Webhook(e.to_string()))?;
-    let config = tls::server_config(CertResolver::new(key))
+    let ca_bundle = certs.ca_bundle_base64();
+    let config = tls::serving_config(&CertificateSource::Generated(certs))
         .map_err(|e| KubeError::Webhook(e.to_string()))?;
     let state = SharedState::pending();
     admission::follow(client.clone(), state.clone());
     let limits = Limits { decision_timeout: options.decision_timeout, ..Limits::default() };
-    let webhook = Webhook::new(state).with_limits(limits);
+    let webhook = Webhook::new(state).with_limits(limits).with_health(Arc::clone(&health));
     let server = WebhookServer::bind(options.listen, config, webhook)
         .await
         .map_err(|e| KubeError::Webhook(e.to_string()))?;
     tracing::info!(addr = %server.local_addr(), "admission webhook serving");
-    let registration = configuration::keep_registered(
-        client,
-        options.configurations,
-        certs.ca_bundle_base64(),
-        health,
-    );
+    let registration =
+        configuration::keep_registered(client, options.configurations, ca_bundle, health);
     tokio::select! {
         () = server.serve(std::future::pending()) => Ok(()),
         r = registration => r,

@@ -1,18 +1,24 @@
 //! Pod admission: ClusterColocationProfile mutation and QoS validation
 //! (Koordinator spec §4), Katalyst's `qos_level` honoured the same way, and
-//! the HTTPS server that answers the API server's AdmissionReviews.
+//! the AdmissionReviews they are asked and answered with. All pure.
 //!
-//! The deciding part is pure: [`mutate_pod`] and [`validate_pod`] take the
-//! pod, what the webhook knows of the cluster ([`AdmissionState`]) and a
-//! random source (profiles apply with a probability), and return the
-//! outcome. [`server`] is the act side.
+//! [`mutate_pod`] and [`validate_pod`] take the pod, what the webhook knows
+//! of the cluster ([`AdmissionState`], built from a snapshot by
+//! [`AdmissionInputs`]) and a random source (profiles apply with a
+//! probability), and return the outcome. [`review`] decodes an
+//! AdmissionReview request into a [`PodAdmission`]; [`answer`] encodes an
+//! outcome as the AdmissionReview response. The HTTPS server that carries
+//! them is on the act side (`kolo_kube::webhook::server`).
 
+pub mod answer;
+pub mod inputs;
 pub mod mutation;
-pub mod server;
+pub mod review;
 pub mod validation;
 
 use k8s_openapi::api::core::v1::Pod;
 
+pub use self::inputs::AdmissionInputs;
 pub use self::mutation::{AdmissionState, PriorityClassInfo, mutate_pod};
 pub use self::validation::validate_pod;
 

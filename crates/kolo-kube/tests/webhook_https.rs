@@ -3,6 +3,10 @@
 //! AdmissionReview v1 bodies as the API server sends them, and the answer's
 //! JSON Patch applied to the pod.
 //!
+//! The server registers with a [`Health`] as `kolo manager webhook` does,
+//! so `/healthz`, `/readyz` and `/metrics` are the process's one health
+//! endpoint, served beside the webhooks.
+//!
 //! Most tests inject their own decisions ([`AdmissionHandler`]) so they
 //! check the server alone (patch transport, denial shape, fail-safe paths,
 //! limits, metrics). Two check kolo's real decisions end to end:
@@ -22,10 +26,12 @@ use hyper::{Request, StatusCode};
 use hyper_util::rt::TokioIo;
 use k8s_openapi::api::core::v1::Pod;
 use kolo_core::snapshot::Snapshot;
-use kolo_manager::webhook::server::metrics::{FailureReason, Outcome, WebhookKind, WebhookMetrics};
-use kolo_manager::webhook::server::state::{SharedState, state_from_snapshot};
-use kolo_manager::webhook::server::tls::{self, CertResolver, SelfSignedOptions};
-use kolo_manager::webhook::server::{AdmissionHandler, Limits, Webhook, WebhookServer};
+use kolo_kube::health::Health;
+use kolo_kube::webhook::server::metrics::WebhookMetrics;
+use kolo_kube::webhook::server::state::SharedState;
+use kolo_kube::webhook::server::tls::{self, CertResolver, SelfSignedOptions};
+use kolo_kube::webhook::server::{AdmissionHandler, Limits, Webhook, WebhookServer};
+use kolo_manager::webhook::answer::{FailureReason, Outcome, WebhookKind};
 use kolo_manager::webhook::{AdmissionState, MutateOutcome, PodAdmission, ValidateOutcome};
 use rustls::pki_types::ServerName;
 use serde_json::{Value, json};
@@ -42,7 +48,7 @@ fn fixtures() -> PathBuf {
 
 /// The 20 profiles, PriorityClasses and the pod's namespace.
 fn profiles_state() -> AdmissionState {
-    state_from_snapshot(&Snapshot::load(&fixtures().join("profiles.yaml")).unwrap())
+    AdmissionState::from_snapshot(&Snapshot::load(&fixtures().join("profiles.yaml")).unwrap())
 }
 
 fn pod() -> Value {
@@ -77,6 +83,9 @@ struct TestServer {
     addr: SocketAddr,
     ca_pem: String,
     metrics: Arc<WebhookMetrics>,
+    /// The process's health endpoint the webhook registered with, as
+    /// `kolo manager webhook` makes it.
+    health: Arc<Health>,
     shutdown: Option<oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -94,6 +103,9 @@ impl TestServer {
         ca_pem: String,
     ) -> TestServer {
         let metrics = webhook.metrics();
+        let health = Health::new("webhook");
+        health.set_ready(true);
+        let webhook = webhook.with_health(Arc::clone(&health));
         let config = tls::server_config(resolver).unwrap();
         let server =
             WebhookServer::bind("127.0.0.1:0".parse().unwrap(), config, webhook).await.unwrap();
@@ -102,7 +114,7 @@ impl TestServer {
         let task = tokio::spawn(server.serve(async move {
             let _ = rx.await;
         }));
-        TestServer { addr, ca_pem, metrics, shutdown: Some(tx), task }
+        TestServer { addr, ca_pem, metrics, health, shutdown: Some(tx), task }
     }
 
     async fn tls_stream(&self) -> tokio_rustls::client::TlsStream<TcpStream> {
@@ -537,11 +549,18 @@ async fn health_readiness_and_metrics() {
     let server = TestServer::start(Webhook::new(state.clone()).with_handler(handler)).await;
     let (status, _, body) = server.send("GET", "/healthz", Vec::new()).await;
     assert_eq!((status, body.as_slice()), (StatusCode::OK, &b"ok\n"[..]));
-    let (status, _, _) = server.send("GET", "/readyz", Vec::new()).await;
-    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    let (status, _, body) = server.send("GET", "/readyz", Vec::new()).await;
+    assert_eq!(
+        (status, body.as_slice()),
+        (StatusCode::SERVICE_UNAVAILABLE, &b"admission webhook: no admission state yet\n"[..])
+    );
+    // The webhooks' readiness is the process's: its plain-HTTP endpoint
+    // says the same.
+    assert!(server.health.readiness().is_err());
     state.replace(profiles_state());
     let (status, _, _) = server.send("GET", "/readyz", Vec::new()).await;
     assert_eq!(status, StatusCode::OK);
+    assert_eq!(server.health.readiness(), Ok(()));
 
     server.admit("/mutate-pod", &review("uid-1", &pod())).await;
     server.admit("/mutate-pod", &review("uid-2", &pod())).await;
@@ -557,6 +576,15 @@ async fn health_readiness_and_metrics() {
         assert!(text.lines().any(|l| l == line), "no line {line:?} in\n{text}");
     }
     assert!(text.ends_with("# EOF\n"));
+    assert_eq!(text.matches("# EOF").count(), 1, "{text}");
+    // The process's other metrics share the endpoint.
+    assert!(text.lines().any(|l| l == "kolo_webhook_leader 0"), "{text}");
+    server.health.count("example_write", &Ok::<(), ()>(()));
+    let text = server.metrics_text().await;
+    assert!(
+        text.contains(r#"kolo_webhook_actions_total{action="example_write",result="ok"} 1"#),
+        "{text}"
+    );
     server.stop().await;
 }
 

@@ -2,13 +2,10 @@
 //! and replaceable at run time (a cluster driver swaps in a new one when a
 //! profile, namespace or PriorityClass changes).
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
-use kolo_core::snapshot::Snapshot;
-
-use crate::webhook::{AdmissionState, PriorityClassInfo};
+use kolo_manager::webhook::AdmissionState;
 
 /// A shared, swappable [`AdmissionState`].
 ///
@@ -68,36 +65,16 @@ impl SharedState {
     pub fn is_ready(&self) -> bool {
         self.inner.ready.load(Ordering::Acquire)
     }
-}
 
-/// Builds the admission state from a snapshot's ClusterColocationProfiles,
-/// Namespaces (their labels) and PriorityClasses (value and preemption
-/// policy). Other objects are ignored. Objects without a name are skipped
-/// (a snapshot loaded from `kubectl get` always has names).
-pub fn state_from_snapshot(snapshot: &Snapshot) -> AdmissionState {
-    let namespaces: BTreeMap<String, BTreeMap<String, String>> = snapshot
-        .namespaces
-        .iter()
-        .filter_map(|ns| {
-            let name = ns.metadata.name.clone()?;
-            Some((name, ns.metadata.labels.clone().unwrap_or_default()))
-        })
-        .collect();
-    let priority_classes: BTreeMap<String, PriorityClassInfo> = snapshot
-        .priority_classes
-        .iter()
-        .filter_map(|pc| {
-            let name = pc.metadata.name.clone()?;
-            Some((
-                name,
-                PriorityClassInfo {
-                    value: pc.value,
-                    preemption_policy: pc.preemption_policy.clone(),
-                },
-            ))
-        })
-        .collect();
-    AdmissionState::new(snapshot.colocation_profiles.clone(), namespaces, priority_classes)
+    /// [`SharedState::is_ready`] as a readiness check of the process's
+    /// health endpoint.
+    pub fn readiness(&self) -> Result<(), String> {
+        if self.is_ready() {
+            Ok(())
+        } else {
+            Err("admission webhook: no admission state yet".to_string())
+        }
+    }
 }
 
 #[cfg(test)]
@@ -108,10 +85,12 @@ mod tests {
     fn a_replaced_state_is_seen_by_new_readers_and_old_readers_keep_theirs() {
         let shared = SharedState::pending();
         assert!(!shared.is_ready());
+        assert_eq!(shared.readiness(), Err("admission webhook: no admission state yet".into()));
         let before = shared.current();
         let other = shared.clone();
         other.replace(AdmissionState::default());
         assert!(shared.is_ready());
+        assert_eq!(shared.readiness(), Ok(()));
         assert!(!Arc::ptr_eq(&before, &shared.current()));
         assert!(Arc::ptr_eq(&other.current(), &shared.current()));
     }

@@ -1,7 +1,7 @@
 //! TLS for the webhook server: the serving certificate from PEM files (and
 //! reloaded when they change), or a self-signed CA and a serving
 //! certificate generated at start, whose CA goes into the webhook
-//! configurations' `caBundle`.
+//! configurations' `caBundle` ([`CertificateSource`]).
 //!
 //! The server always serves through a [`CertResolver`], so a certificate
 //! can be replaced without restarting (cert-manager rotating the Secret
@@ -356,6 +356,45 @@ pub async fn watch_pem_files(
             }
         }
     }
+}
+
+/// Where the serving certificate comes from.
+#[derive(Debug, Clone)]
+pub enum CertificateSource {
+    /// PEM files (certificate chain and key), checked every
+    /// `check_interval` and reloaded when either changes
+    /// ([`watch_pem_files`]).
+    Files {
+        /// The certificate chain.
+        cert: PathBuf,
+        /// The private key.
+        key: PathBuf,
+        /// How often the files are checked for changes.
+        check_interval: Duration,
+    },
+    /// Certificates generated at start, or read from where another
+    /// replica keeps the ones it generated.
+    Generated(GeneratedCertificates),
+}
+
+/// The server configuration serving `source`'s certificate. For files,
+/// the watch runs as a task of the current tokio runtime (so this must be
+/// called from within one) until the runtime stops.
+pub fn serving_config(source: &CertificateSource) -> Result<Arc<rustls::ServerConfig>, TlsError> {
+    let resolver = match source {
+        CertificateSource::Files { cert, key, check_interval } => {
+            let resolver = CertResolver::new(load_pem_files(cert, key)?);
+            tokio::spawn(watch_pem_files(
+                Arc::clone(&resolver),
+                cert.clone(),
+                key.clone(),
+                *check_interval,
+            ));
+            resolver
+        }
+        CertificateSource::Generated(generated) => CertResolver::new(generated.certified_key()?),
+    };
+    server_config(resolver)
 }
 
 #[cfg(test)]

@@ -12,9 +12,9 @@
 //! against every request it delayed (no coordinated omission).
 //!
 //! ```text
-//! cargo bench -p kolo-manager --bench webhook_latency
+//! cargo bench -p kolo-kube --bench webhook_latency
 //! KOLO_BENCH_RATES=1000,5000 KOLO_BENCH_SECONDS=10 KOLO_BENCH_WARMUP_SECONDS=2 \
-//!     KOLO_BENCH_CONNECTIONS=32 cargo bench -p kolo-manager --bench webhook_latency
+//!     KOLO_BENCH_CONNECTIONS=32 cargo bench -p kolo-kube --bench webhook_latency
 //! ```
 
 use std::net::SocketAddr;
@@ -26,10 +26,11 @@ use http_body_util::{BodyExt as _, Full};
 use hyper::Request;
 use hyper_util::rt::TokioIo;
 use kolo_core::snapshot::Snapshot;
-use kolo_manager::webhook::server::metrics::{Outcome, WebhookKind};
-use kolo_manager::webhook::server::state::{SharedState, state_from_snapshot};
-use kolo_manager::webhook::server::tls::{self, CertResolver, SelfSignedOptions};
-use kolo_manager::webhook::server::{Webhook, WebhookServer};
+use kolo_kube::webhook::server::state::SharedState;
+use kolo_kube::webhook::server::tls::{self, CertResolver, SelfSignedOptions};
+use kolo_kube::webhook::server::{Webhook, WebhookServer};
+use kolo_manager::webhook::AdmissionState;
+use kolo_manager::webhook::answer::{Outcome, WebhookKind};
 use rustls::pki_types::ServerName;
 use serde_json::json;
 use tokio::sync::mpsc;
@@ -150,7 +151,11 @@ fn main() {
         .thread_name("bench-server")
         .build()
         .unwrap();
-    let webhook = Webhook::new(SharedState::new(state_from_snapshot(&snapshot)));
+    // With the health endpoint, as `kolo manager webhook` serves it.
+    let health = kolo_kube::health::Health::new("webhook");
+    health.set_ready(true);
+    let webhook = Webhook::new(SharedState::new(AdmissionState::from_snapshot(&snapshot)))
+        .with_health(health);
     let metrics = webhook.metrics();
     let server = server_runtime
         .block_on(WebhookServer::bind("127.0.0.1:0".parse().unwrap(), server_config, webhook))

@@ -1,4 +1,5 @@
-//! The server's Prometheus metrics (`/metrics`, OpenMetrics text format).
+//! The server's Prometheus metrics (OpenMetrics text format), served by
+//! the process's health endpoint ([`super::Webhook::with_health`]).
 //!
 //! | metric | labels | meaning |
 //! | --- | --- | --- |
@@ -14,117 +15,73 @@
 //! `bad_request` (not an AdmissionReview: HTTP 400) and `too_large` (body
 //! over the limit: HTTP 413).
 
-use std::fmt::Write as _;
 use std::time::Duration;
 
-use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
+use kolo_manager::webhook::answer::{FailureReason, Outcome, WebhookKind};
+use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-/// Declares a label-value enum with its Prometheus spelling.
-macro_rules! label_enum {
-    ($(#[$meta:meta])* pub enum $name:ident { $($(#[$vmeta:meta])* $variant:ident => $text:literal,)* }) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub enum $name {
-            $($(#[$vmeta])* $variant,)*
+/// Where a connection failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ConnectionStage {
+    /// The TLS handshake failed or timed out.
+    TlsHandshake,
+    /// HTTP serving failed (malformed HTTP, reset connection).
+    Http,
+}
+
+impl ConnectionStage {
+    /// Every stage.
+    pub const ALL: [ConnectionStage; 2] = [ConnectionStage::TlsHandshake, ConnectionStage::Http];
+
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConnectionStage::TlsHandshake => "tls_handshake",
+            ConnectionStage::Http => "http",
         }
-
-        impl $name {
-            /// The label value.
-            pub fn as_str(self) -> &'static str {
-                match self {
-                    $($name::$variant => $text,)*
-                }
-            }
-        }
-
-        impl EncodeLabelValue for $name {
-            fn encode(&self, encoder: &mut LabelValueEncoder) -> Result<(), std::fmt::Error> {
-                encoder.write_str(self.as_str())
-            }
-        }
-    };
-}
-
-label_enum! {
-    /// Which webhook a request went to.
-    pub enum WebhookKind {
-        /// `/mutate-pod`.
-        Mutate => "mutate",
-        /// `/validate-pod`.
-        Validate => "validate",
     }
 }
 
-label_enum! {
-    /// How a request was answered.
-    pub enum Outcome {
-        /// Mutation: allowed without a patch.
-        Unchanged => "unchanged",
-        /// Mutation: allowed with a patch.
-        Patched => "patched",
-        /// Validation: allowed.
-        Allowed => "allowed",
-        /// Denied by the decision.
-        Denied => "denied",
-        /// Not for the webhook (not a pod, a sub-resource, no object):
-        /// allowed without a decision.
-        Ignored => "ignored",
-        /// The decision failed (panic, timeout, undecodable pod): allowed,
-        /// unchanged.
-        FailedOpen => "failed_open",
-        /// Not a readable AdmissionReview: HTTP 400.
-        BadRequest => "bad_request",
-        /// Body over the size limit: HTTP 413.
-        TooLarge => "too_large",
-    }
-}
-
-label_enum! {
-    /// Why a decision failed.
-    pub enum FailureReason {
-        /// The decision panicked.
-        Panic => "panic",
-        /// The decision did not finish within the per-request timeout.
-        Timeout => "timeout",
-        /// `request.object` is not a pod the webhook can read.
-        UndecodablePod => "undecodable_pod",
-    }
-}
-
-label_enum! {
-    /// Where a connection failed.
-    pub enum ConnectionStage {
-        /// The TLS handshake failed or timed out.
-        TlsHandshake => "tls_handshake",
-        /// HTTP serving failed (malformed HTTP, reset connection).
-        Http => "http",
-    }
-}
+// The label sets hold the label values ([`WebhookKind::as_str`] and the
+// like): the kinds are kolo-manager's, and a series key is only ever built
+// from them.
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct RequestLabels {
-    webhook: WebhookKind,
-    outcome: Outcome,
+    webhook: &'static str,
+    outcome: &'static str,
+}
+
+impl RequestLabels {
+    fn new(webhook: WebhookKind, outcome: Outcome) -> RequestLabels {
+        RequestLabels { webhook: webhook.as_str(), outcome: outcome.as_str() }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct WebhookLabels {
-    webhook: WebhookKind,
+    webhook: &'static str,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct FailureLabels {
-    webhook: WebhookKind,
-    reason: FailureReason,
+    webhook: &'static str,
+    reason: &'static str,
+}
+
+impl FailureLabels {
+    fn new(webhook: WebhookKind, reason: FailureReason) -> FailureLabels {
+        FailureLabels { webhook: webhook.as_str(), reason: reason.as_str() }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct ConnectionLabels {
-    stage: ConnectionStage,
+    stage: &'static str,
 }
 
 type HistogramFamily = Family<WebhookLabels, Histogram, fn() -> Histogram>;
@@ -181,63 +138,53 @@ impl WebhookMetrics {
         );
         // Every counter series exists from the start, at zero, so that
         // rates and alerts on them work before the first event.
-        for webhook in [WebhookKind::Mutate, WebhookKind::Validate] {
-            for outcome in [
-                Outcome::Unchanged,
-                Outcome::Patched,
-                Outcome::Allowed,
-                Outcome::Denied,
-                Outcome::Ignored,
-                Outcome::FailedOpen,
-                Outcome::BadRequest,
-                Outcome::TooLarge,
-            ] {
-                let _ = requests.get_or_create(&RequestLabels { webhook, outcome });
+        for &webhook in WebhookKind::ALL {
+            for &outcome in Outcome::ALL {
+                let _ = requests.get_or_create(&RequestLabels::new(webhook, outcome));
             }
-            for reason in
-                [FailureReason::Panic, FailureReason::Timeout, FailureReason::UndecodablePod]
-            {
-                let _ = failures.get_or_create(&FailureLabels { webhook, reason });
+            for &reason in FailureReason::ALL {
+                let _ = failures.get_or_create(&FailureLabels::new(webhook, reason));
             }
         }
-        for stage in [ConnectionStage::TlsHandshake, ConnectionStage::Http] {
-            let _ = connection_errors.get_or_create(&ConnectionLabels { stage });
+        for stage in ConnectionStage::ALL {
+            let _ = connection_errors.get_or_create(&ConnectionLabels { stage: stage.as_str() });
         }
         WebhookMetrics { registry, requests, duration, failures, connection_errors }
     }
 
     /// Counts an answered request and its duration.
     pub fn observe_request(&self, webhook: WebhookKind, outcome: Outcome, elapsed: Duration) {
-        self.requests.get_or_create(&RequestLabels { webhook, outcome }).inc();
-        self.duration.get_or_create(&WebhookLabels { webhook }).observe(elapsed.as_secs_f64());
+        self.requests.get_or_create(&RequestLabels::new(webhook, outcome)).inc();
+        let labels = WebhookLabels { webhook: webhook.as_str() };
+        self.duration.get_or_create(&labels).observe(elapsed.as_secs_f64());
     }
 
     /// Counts a failed decision.
     pub fn observe_failure(&self, webhook: WebhookKind, reason: FailureReason) {
-        self.failures.get_or_create(&FailureLabels { webhook, reason }).inc();
+        self.failures.get_or_create(&FailureLabels::new(webhook, reason)).inc();
     }
 
     /// Counts a failed connection.
     pub fn observe_connection_error(&self, stage: ConnectionStage) {
-        self.connection_errors.get_or_create(&ConnectionLabels { stage }).inc();
+        self.connection_errors.get_or_create(&ConnectionLabels { stage: stage.as_str() }).inc();
     }
 
     /// How many requests were answered with `outcome`.
     pub fn requests(&self, webhook: WebhookKind, outcome: Outcome) -> u64 {
-        self.requests.get_or_create(&RequestLabels { webhook, outcome }).get()
+        self.requests.get_or_create(&RequestLabels::new(webhook, outcome)).get()
     }
 
     /// How many decisions failed for `reason`.
     pub fn failures(&self, webhook: WebhookKind, reason: FailureReason) -> u64 {
-        self.failures.get_or_create(&FailureLabels { webhook, reason }).get()
+        self.failures.get_or_create(&FailureLabels::new(webhook, reason)).get()
     }
 
-    /// The metrics in OpenMetrics text format.
-    pub fn encode(&self) -> String {
-        let mut text = String::new();
+    /// Appends the metric families in OpenMetrics text format, without
+    /// the closing `# EOF` (the process's [`crate::health::Health`] writes
+    /// it after every source).
+    pub fn encode_into(&self, text: &mut String) {
         // Writing to a String cannot fail.
-        let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);
-        text
+        let _ = prometheus_client::encoding::text::encode_registry(text, &self.registry);
     }
 }
 
@@ -250,7 +197,8 @@ mod tests {
         let metrics = WebhookMetrics::new();
         metrics.observe_request(WebhookKind::Mutate, Outcome::Patched, Duration::from_micros(80));
         metrics.observe_failure(WebhookKind::Validate, FailureReason::Timeout);
-        let text = metrics.encode();
+        let mut text = String::new();
+        metrics.encode_into(&mut text);
         assert!(
             text.contains(r#"kolo_webhook_requests_total{webhook="mutate",outcome="patched"} 1"#),
             "{text}"
@@ -278,6 +226,5 @@ mod tests {
             ),
             "{text}"
         );
-        assert!(text.ends_with("# EOF\n"), "{text}");
     }
 }

@@ -7,9 +7,18 @@
 //! | --- | --- | --- |
 //! | `/mutate-pod` | POST | AdmissionReview with a JSON Patch (ClusterColocationProfile mutation) |
 //! | `/validate-pod` | POST | AdmissionReview allowing or denying the pod (QoS validation) |
-//! | `/healthz` | GET | `ok` while the server runs |
-//! | `/readyz` | GET | `ok` once an [`AdmissionState`] has been provided, else 503 |
-//! | `/metrics` | GET | Prometheus metrics, OpenMetrics text ([`metrics`]) |
+//! | `/healthz`, `/readyz`, `/metrics` | GET | the process's [`Health`] endpoints, when [`Webhook::with_health`] gave one |
+//!
+//! [`Webhook::with_health`] registers the webhooks' metrics ([`metrics`])
+//! and readiness (an [`AdmissionState`] has been provided) with the
+//! process's one health endpoint, so they show on its plain-HTTP port as
+//! well as here.
+//!
+//! The server only carries the decisions: the AdmissionReview is decoded
+//! ([`kolo_manager::webhook::review`]), decided
+//! ([`kolo_manager::webhook::mutate_pod`] and `validate_pod`, through an
+//! [`AdmissionHandler`]) and answered ([`kolo_manager::webhook::answer`])
+//! by kolo-manager's pure code.
 //!
 //! **Fail safe.** Every decision runs on tokio's blocking pool under a
 //! timeout ([`Limits::decision_timeout`]). If it panics, times out, or the
@@ -30,10 +39,9 @@
 //! objects other than pods, DELETE / CONNECT) are allowed unchanged without
 //! asking the decision.
 //!
-//! [`mutate_pod`]: crate::webhook::mutate_pod
-//! [`validate_pod`]: crate::webhook::validate_pod
+//! [`mutate_pod`]: kolo_manager::webhook::mutate_pod
+//! [`validate_pod`]: kolo_manager::webhook::validate_pod
 
-pub mod admission;
 pub mod metrics;
 pub mod state;
 pub mod tls;
@@ -49,19 +57,21 @@ use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::post;
 use http_body_util::BodyExt as _;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
+use kolo_manager::webhook::answer::{self, Answer, FailureReason, Outcome, WebhookKind};
+use kolo_manager::webhook::review::{self, Review};
+use kolo_manager::webhook::{AdmissionState, MutateOutcome, PodAdmission, ValidateOutcome};
 use rand::SeedableRng as _;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
-use self::admission::{Answer, Review};
-use self::metrics::{ConnectionStage, FailureReason, Outcome, WebhookKind, WebhookMetrics};
+use self::metrics::{ConnectionStage, WebhookMetrics};
 use self::state::SharedState;
-use crate::webhook::{AdmissionState, MutateOutcome, PodAdmission, ValidateOutcome};
+use crate::health::{self, Health};
 
 /// The API server's own limit on a request body (3 MiB): no legitimate
 /// AdmissionReview is larger.
@@ -81,20 +91,20 @@ pub trait AdmissionHandler: Send + Sync + 'static {
     fn validate(&self, state: &AdmissionState, request: &PodAdmission) -> ValidateOutcome;
 }
 
-/// kolo's decisions: [`crate::webhook::mutate_pod`] (with a random source
-/// seeded from the OS for each request, for profiles' `probability`) and
-/// [`crate::webhook::validate_pod`].
+/// kolo's decisions: [`kolo_manager::webhook::mutate_pod`] (with a random
+/// source seeded from the OS for each request, for profiles'
+/// `probability`) and [`kolo_manager::webhook::validate_pod`].
 #[derive(Debug, Clone, Copy, Default)]
 pub struct KoloDecisions;
 
 impl AdmissionHandler for KoloDecisions {
     fn mutate(&self, state: &AdmissionState, request: &PodAdmission) -> MutateOutcome {
         let mut random = rand::rngs::StdRng::from_os_rng();
-        crate::webhook::mutate_pod(state, request, &mut random)
+        kolo_manager::webhook::mutate_pod(state, request, &mut random)
     }
 
     fn validate(&self, _state: &AdmissionState, request: &PodAdmission) -> ValidateOutcome {
-        crate::webhook::validate_pod(request)
+        kolo_manager::webhook::validate_pod(request)
     }
 }
 
@@ -123,15 +133,17 @@ impl Default for Limits {
     }
 }
 
-/// The webhooks: the state they decide with, the decisions, the metrics
-/// and the limits. [`Webhook::router`] serves them over any transport;
-/// [`WebhookServer`] serves them over TLS.
+/// The webhooks: the state they decide with, the decisions, the metrics,
+/// the limits and the health endpoint they registered with.
+/// [`Webhook::router`] serves them over any transport; [`WebhookServer`]
+/// serves them over TLS.
 #[derive(Clone)]
 pub struct Webhook {
     state: SharedState,
     handler: Arc<dyn AdmissionHandler>,
     metrics: Arc<WebhookMetrics>,
     limits: Limits,
+    health: Option<Arc<Health>>,
 }
 
 impl std::fmt::Debug for Webhook {
@@ -148,6 +160,7 @@ impl Webhook {
             handler: Arc::new(KoloDecisions),
             metrics: Arc::new(WebhookMetrics::new()),
             limits: Limits::default(),
+            health: None,
         }
     }
 
@@ -160,6 +173,19 @@ impl Webhook {
     /// Uses `limits`.
     pub fn with_limits(mut self, limits: Limits) -> Webhook {
         self.limits = limits;
+        self
+    }
+
+    /// Registers the webhooks' metrics and readiness (ready once an
+    /// admission state has been provided) with the process's `health`, and
+    /// serves its `/healthz`, `/readyz` and `/metrics` beside the webhooks.
+    /// Call it once per `health`.
+    pub fn with_health(mut self, health: Arc<Health>) -> Webhook {
+        let metrics = Arc::clone(&self.metrics);
+        health.add_metrics(move |text: &mut String| metrics.encode_into(text));
+        let state = self.state.clone();
+        health.add_readiness(move || state.readiness());
+        self.health = Some(health);
         self
     }
 
@@ -182,7 +208,7 @@ impl Webhook {
     /// The HTTP routes (see the module docs).
     pub fn router(&self) -> Router {
         let app = Arc::new(self.clone());
-        Router::new()
+        let admission = Router::new()
             .route(
                 "/mutate-pod",
                 post(|State(app): State<Arc<Webhook>>, request: Request| async move {
@@ -195,30 +221,11 @@ impl Webhook {
                     app.admit(WebhookKind::Validate, request).await
                 }),
             )
-            .route("/healthz", get(|| async { "ok\n" }))
-            .route(
-                "/readyz",
-                get(|State(app): State<Arc<Webhook>>| async move {
-                    if app.state.is_ready() {
-                        (StatusCode::OK, "ok\n")
-                    } else {
-                        (StatusCode::SERVICE_UNAVAILABLE, "not ready: no admission state yet\n")
-                    }
-                }),
-            )
-            .route(
-                "/metrics",
-                get(|State(app): State<Arc<Webhook>>| async move {
-                    (
-                        [(
-                            header::CONTENT_TYPE,
-                            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                        )],
-                        app.metrics.encode(),
-                    )
-                }),
-            )
-            .with_state(app)
+            .with_state(app);
+        match &self.health {
+            Some(health) => admission.merge(health::router(Arc::clone(health))),
+            None => admission,
+        }
     }
 
     async fn admit(&self, webhook: WebhookKind, request: Request) -> Response {
@@ -248,7 +255,7 @@ impl Webhook {
                 );
             }
         };
-        let review = match admission::decode_review(&body) {
+        let review = match review::decode_review(&body) {
             Ok(review) => review,
             Err(error) => {
                 tracing::warn!(webhook = webhook.as_str(), %error, "bad admission request");
@@ -259,14 +266,14 @@ impl Webhook {
             }
         };
         drop(body);
-        if let Some(skip) = admission::skip_reason(&review.request) {
+        if let Some(skip) = review::skip_reason(&review.request) {
             tracing::debug!(
                 webhook = webhook.as_str(),
                 uid = %review.request.uid,
                 ?skip,
                 "allowed without a decision"
             );
-            return json_answer(admission::skipped(&review));
+            return json_answer(answer::skipped(&review));
         }
 
         let (api_version, uid) = (review.api_version, review.request.uid.clone());
@@ -310,7 +317,7 @@ impl Webhook {
             }
         };
         self.metrics.observe_failure(webhook, failure);
-        json_answer(admission::failed_open(api_version, &uid, webhook, failure))
+        json_answer(answer::failed_open(api_version, &uid, webhook, failure))
     }
 }
 
@@ -321,13 +328,11 @@ fn decide(
     state: &AdmissionState,
     review: &Review,
 ) -> Result<Answer, String> {
-    let admission = admission::pod_admission(&review.request)?;
+    let admission = review::pod_admission(&review.request)?;
     Ok(match webhook {
-        WebhookKind::Mutate => {
-            admission::mutation_answer(review, &handler.mutate(state, &admission))
-        }
+        WebhookKind::Mutate => answer::mutation_answer(review, &handler.mutate(state, &admission)),
         WebhookKind::Validate => {
-            admission::validation_answer(review, &handler.validate(state, &admission))
+            answer::validation_answer(review, &handler.validate(state, &admission))
         }
     })
 }
