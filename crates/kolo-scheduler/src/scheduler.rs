@@ -577,9 +577,7 @@ impl Scheduler {
         let changes = self.cache.assume(info.clone(), node);
         self.dispatch(changes, now);
         let profile_ref = &self.profiles[profile];
-        let Some(node_info) = self.cache.node(node) else {
-            return Err(Rejection::error(format!("node of pod {} disappeared", info.key())));
-        };
+        let node_info = live_node(&self.cache, node, info)?;
         for (k, p) in profile_ref.reserve.iter().enumerate() {
             if let Err(rejection) = p.plugin.reserve(&ctx, state, info, node_info) {
                 // Undo the plugins that reserved, then the assumption.
@@ -615,9 +613,7 @@ impl Scheduler {
         now: Timestamp,
     ) -> Result<BindRequest, Rejection> {
         let ctx = CycleContext { now };
-        let Some(node_info) = self.cache.node(node) else {
-            return Err(Rejection::error(format!("node of pod {} disappeared", info.key())));
-        };
+        let node_info = live_node(&self.cache, node, info)?;
         let mut request = BindRequest {
             pod: info.key().to_string(),
             uid: info.view().uid().to_string(),
@@ -660,6 +656,13 @@ enum Reserved {
     Bound(BindRequest),
     /// Held by a Permit plugin until this deadline.
     Waiting(Timestamp),
+}
+
+/// The node a pod was assumed on, or an error if it went away since.
+fn live_node<'a>(cache: &'a Cache, node: NodeId, pod: &PodInfo) -> Result<&'a NodeInfo, Rejection> {
+    cache
+        .node(node)
+        .ok_or_else(|| Rejection::error(format!("node of pod {} disappeared", pod.key())))
 }
 
 /// Unreserves a pod in the first `count` Reserve plugins, last first.
