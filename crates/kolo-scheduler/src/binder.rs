@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use std::sync::mpsc::Sender;
 
 /// A pod to bind to a node, with what must be written first.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct BindRequest {
     /// `namespace/name`.
     pub pod: String,

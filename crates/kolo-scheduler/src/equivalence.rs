@@ -32,10 +32,12 @@
 //! valid as long as no node had to be evaluated again.
 
 use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::Arc;
 
 use kolo_core::clock::Timestamp;
 
-use crate::framework::{EventKinds, NodeVerdict, PodInfo};
+use crate::framework::{NodeVerdict, PodInfo};
+use crate::search::Failure;
 
 /// How many pod shapes the cache keeps results for at once: enough for a
 /// few workloads whose replicas are interleaved in the queue, and for the
@@ -143,10 +145,10 @@ pub(crate) struct CacheEntry {
     pub freshness: Freshness,
     /// The results.
     pub results: NodeResults,
-    /// When no node was feasible: the failure message and the events that
-    /// may help, as computed from `results` (`None` once any node's results
+    /// When no node was feasible: the failure summary and what may wake
+    /// the pod, as computed from `results` (`None` once any node's results
     /// are computed again).
-    pub failure: Option<(String, EventKinds)>,
+    pub failure: Option<Arc<Failure>>,
     last_used: u64,
 }
 

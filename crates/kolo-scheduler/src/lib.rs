@@ -19,7 +19,10 @@ pub mod plugins;
 pub mod profile;
 pub mod queue;
 pub mod registry;
+pub mod report;
 pub mod scheduler;
+pub mod search;
+pub mod wake;
 
 #[cfg(test)]
 mod testing;

@@ -1,10 +1,16 @@
 //! A profile built from configuration: the plugin instances and, per
-//! extension point, which of them run and in what order.
+//! extension point, the ones that run there, in order, each as that
+//! point's trait — so a cycle never looks a plugin up and cannot find it
+//! missing.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use crate::config::{ConfigError, PluginSet, ProfileConfig};
-use crate::framework::{Plugin, QueueSort};
+use crate::framework::{
+    Bind, ClusterEventHandler, EventKinds, ExtensionPoints, Filter, Permit, Plugin, PostFilter,
+    PreBind, PreFilter, PreScore, QueueSort, QueueingHints, ReportFacts, Reserve, Score,
+};
 use crate::registry::Registry;
 
 /// A plugin a profile enables unless configured otherwise, with its
@@ -17,9 +23,9 @@ pub struct DefaultPlugin {
     pub weight: i64,
 }
 
-/// The extension points, in the order a cycle runs them.
+/// The configurable extension points, in the order a cycle runs them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Point {
+enum Point {
     QueueSort,
     PreFilter,
     Filter,
@@ -33,19 +39,6 @@ pub(crate) enum Point {
 }
 
 impl Point {
-    const ALL: [Point; 10] = [
-        Point::QueueSort,
-        Point::PreFilter,
-        Point::Filter,
-        Point::PostFilter,
-        Point::PreScore,
-        Point::Score,
-        Point::Reserve,
-        Point::Permit,
-        Point::PreBind,
-        Point::Bind,
-    ];
-
     fn json_name(self) -> &'static str {
         match self {
             Point::QueueSort => "queueSort",
@@ -76,42 +69,42 @@ impl Point {
             Point::Bind => &p.bind,
         }
     }
-
-    fn implemented_by(self, plugin: &mut dyn Plugin) -> bool {
-        match self {
-            Point::QueueSort => plugin.as_queue_sort().is_some(),
-            Point::PreFilter => plugin.as_pre_filter().is_some(),
-            Point::Filter => plugin.as_filter().is_some(),
-            Point::PostFilter => plugin.as_post_filter().is_some(),
-            Point::PreScore => plugin.as_pre_score().is_some(),
-            Point::Score => plugin.as_score().is_some(),
-            Point::Reserve => plugin.as_reserve().is_some(),
-            Point::Permit => plugin.as_permit().is_some(),
-            Point::PreBind => plugin.as_pre_bind().is_some(),
-            Point::Bind => plugin.as_bind().is_some(),
-        }
-    }
 }
 
-/// A plugin enabled at a point: (name, weight, named explicitly there).
-type Enabled = (String, i64, bool);
+/// A plugin enabled at an extension point: its index in the profile (what
+/// rejections and reports name it by) and the plugin as that point's
+/// trait.
+pub(crate) struct Enabled<T: ?Sized> {
+    /// Its index in [`Profile::plugins`].
+    pub index: usize,
+    /// The plugin, as this point's trait.
+    pub plugin: Arc<T>,
+}
 
 /// A built profile.
 pub struct Profile {
     scheduler_name: String,
-    pub(crate) plugins: Vec<Box<dyn Plugin>>,
-    pub(crate) queue_sort: usize,
-    pub(crate) pre_filter: Vec<usize>,
-    pub(crate) filter: Vec<usize>,
-    pub(crate) post_filter: Vec<usize>,
-    pub(crate) pre_score: Vec<usize>,
-    /// (plugin, weight)
-    pub(crate) score: Vec<(usize, i64)>,
-    pub(crate) reserve: Vec<usize>,
-    pub(crate) permit: Vec<usize>,
-    pub(crate) pre_bind: Vec<usize>,
-    pub(crate) bind: Vec<usize>,
-    pub(crate) event_handlers: Vec<usize>,
+    /// Every plugin instance, by index.
+    pub(crate) plugins: Vec<Arc<dyn Plugin>>,
+    pub(crate) queue_sort: Arc<dyn QueueSort>,
+    pub(crate) pre_filter: Vec<Enabled<dyn PreFilter>>,
+    pub(crate) filter: Vec<Enabled<dyn Filter>>,
+    pub(crate) post_filter: Vec<Enabled<dyn PostFilter>>,
+    pub(crate) pre_score: Vec<Enabled<dyn PreScore>>,
+    /// With their weights.
+    pub(crate) score: Vec<(Enabled<dyn Score>, i64)>,
+    pub(crate) reserve: Vec<Enabled<dyn Reserve>>,
+    pub(crate) permit: Vec<Enabled<dyn Permit>>,
+    pub(crate) pre_bind: Vec<Enabled<dyn PreBind>>,
+    pub(crate) bind: Vec<Enabled<dyn Bind>>,
+    /// Every instance that keeps state in step with cluster events.
+    pub(crate) event_handlers: Vec<Arc<dyn ClusterEventHandler>>,
+    /// Per plugin index: its queueing hints, if it gives any.
+    pub(crate) hints: Vec<Option<Arc<dyn QueueingHints>>>,
+    /// Per plugin index: the events it registered.
+    pub(crate) registered: Vec<EventKinds>,
+    /// Every instance that reports facts.
+    pub(crate) facts: Vec<Enabled<dyn ReportFacts>>,
     /// Every Filter and Score plugin supports the equivalence cache.
     pub(crate) equivalence: bool,
     /// Every Filter and Score plugin says a node update changes its results
@@ -119,7 +112,7 @@ pub struct Profile {
     /// nodes' results.
     pub(crate) local_node_updates: bool,
     /// The Filter and Score plugins (each once), for `valid_until`.
-    pub(crate) filter_and_score: Vec<usize>,
+    pub(crate) filter_and_score: Vec<Arc<dyn Plugin>>,
 }
 
 impl Profile {
@@ -130,78 +123,27 @@ impl Profile {
         config: &ProfileConfig,
         defaults: &[DefaultPlugin],
     ) -> Result<Profile, ConfigError> {
-        let profile = &config.scheduler_name;
-        let args: BTreeMap<&str, &serde_json::Value> = config
-            .plugin_config
-            .iter()
-            .filter_map(|c| c.args.as_ref().map(|a| (c.name.as_str(), a)))
-            .collect();
-        let mut built = Instances { plugins: Vec::new(), by_name: BTreeMap::new() };
+        let mut built = Instances::new(registry, config);
         for c in &config.plugin_config {
             if registry.get(&c.name).is_none() {
-                built.instance(registry, profile, &args, &c.name)?;
+                built.instance(&c.name)?;
             }
         }
+        let at = |point| (point, chosen(config, point, defaults));
+        let queue_sort = built.enabled(at(Point::QueueSort), |p| p.queue_sort.clone())?;
+        let pre_filter = built.enabled(at(Point::PreFilter), |p| p.pre_filter.clone())?;
+        let filter = built.enabled(at(Point::Filter), |p| p.filter.clone())?;
+        let post_filter = built.enabled(at(Point::PostFilter), |p| p.post_filter.clone())?;
+        let pre_score = built.enabled(at(Point::PreScore), |p| p.pre_score.clone())?;
+        let score = built.enabled(at(Point::Score), |p| p.score.clone())?;
+        let reserve = built.enabled(at(Point::Reserve), |p| p.reserve.clone())?;
+        let permit = built.enabled(at(Point::Permit), |p| p.permit.clone())?;
+        let pre_bind = built.enabled(at(Point::PreBind), |p| p.pre_bind.clone())?;
+        let bind = built.enabled(at(Point::Bind), |p| p.bind.clone())?;
 
-        // Per point: (plugin name, weight, explicitly enabled here).
-        let multi = &config.plugins.multi_point;
-        let mut lists: Vec<(Point, Vec<Enabled>)> = Vec::new();
-        for point in Point::ALL {
-            let set = point.set(config);
-            let all_disabled = |s: &PluginSet| s.disabled.iter().any(|d| d.name == "*");
-            let disabled = |s: &PluginSet, name: &str| s.disabled.iter().any(|d| d.name == name);
-            let mut list: Vec<(String, i64, bool)> = Vec::new();
-            let push = |list: &mut Vec<(String, i64, bool)>, name: &str, weight, explicit| {
-                if let Some(entry) = list.iter_mut().find(|(n, _, _)| n == name) {
-                    entry.1 = weight;
-                    entry.2 |= explicit;
-                } else {
-                    list.push((name.to_string(), weight, explicit));
-                }
-            };
-            if !all_disabled(multi) && !all_disabled(set) {
-                for d in defaults {
-                    if !disabled(multi, d.name) && !disabled(set, d.name) {
-                        push(&mut list, d.name, d.weight, false);
-                    }
-                }
-            }
-            for r in &multi.enabled {
-                if !disabled(set, &r.name) {
-                    let weight =
-                        r.weight.or_else(|| default_weight(defaults, &r.name)).unwrap_or(1);
-                    push(&mut list, &r.name, weight, false);
-                }
-            }
-            for r in &set.enabled {
-                let weight = r.weight.or_else(|| default_weight(defaults, &r.name)).unwrap_or(1);
-                push(&mut list, &r.name, weight, true);
-            }
-            lists.push((point, list));
-        }
-
-        let mut points: BTreeMap<&'static str, Vec<(usize, i64)>> = BTreeMap::new();
-        for (point, list) in lists {
-            let mut chosen = Vec::new();
-            for (name, weight, explicit) in list {
-                let i = built.instance(registry, profile, &args, &name)?;
-                if point.implemented_by(built.plugins[i].as_mut()) {
-                    chosen.push((i, weight));
-                } else if explicit {
-                    return Err(ConfigError::NotImplemented {
-                        profile: profile.clone(),
-                        plugin: name,
-                        point: point.json_name(),
-                    });
-                }
-            }
-            points.insert(point.json_name(), chosen);
-        }
-        let mut take = |point: Point| points.remove(point.json_name()).unwrap_or_default();
-        let only_index = |v: Vec<(usize, i64)>| v.into_iter().map(|(i, _)| i).collect::<Vec<_>>();
-        let queue_sort = only_index(take(Point::QueueSort));
+        let profile = &config.scheduler_name;
         let queue_sort = match queue_sort.as_slice() {
-            [one] => *one,
+            [(one, _)] => one.plugin.clone(),
             other => {
                 return Err(ConfigError::Invalid {
                     field: format!("profile {profile}: plugins.queueSort"),
@@ -212,42 +154,44 @@ impl Profile {
                 });
             }
         };
-        let bind = only_index(take(Point::Bind));
         if bind.is_empty() {
             return Err(ConfigError::Invalid {
                 field: format!("profile {profile}: plugins.bind"),
                 message: "at least one Bind plugin must be enabled".into(),
             });
         }
-        let mut plugins = built.plugins;
-        let event_handlers =
-            (0..plugins.len()).filter(|&i| plugins[i].as_event_handler().is_some()).collect();
-        let filter = only_index(take(Point::Filter));
-        let score = take(Point::Score);
-        let mut filter_and_score: Vec<usize> =
-            filter.iter().copied().chain(score.iter().map(|(i, _)| *i)).collect();
-        filter_and_score.sort_unstable();
-        filter_and_score.dedup();
-        let equivalence = filter_and_score.iter().all(|&i| plugins[i].supports_equivalence());
-        let local_node_updates =
-            filter_and_score.iter().all(|&i| plugins[i].node_updates_are_local());
+        let mut scoring: Vec<usize> =
+            filter.iter().map(|(e, _)| e.index).chain(score.iter().map(|(e, _)| e.index)).collect();
+        scoring.sort_unstable();
+        scoring.dedup();
+        let filter_and_score: Vec<Arc<dyn Plugin>> =
+            scoring.iter().map(|&i| built.plugins[i].clone()).collect();
+        let points = &built.points;
         Ok(Profile {
             scheduler_name: profile.clone(),
-            equivalence,
-            local_node_updates,
+            equivalence: filter_and_score.iter().all(|p| p.supports_equivalence()),
+            local_node_updates: filter_and_score.iter().all(|p| p.node_updates_are_local()),
             filter_and_score,
             queue_sort,
-            pre_filter: only_index(take(Point::PreFilter)),
-            filter,
-            post_filter: only_index(take(Point::PostFilter)),
-            pre_score: only_index(take(Point::PreScore)),
+            pre_filter: without_weights(pre_filter),
+            filter: without_weights(filter),
+            post_filter: without_weights(post_filter),
+            pre_score: without_weights(pre_score),
             score,
-            reserve: only_index(take(Point::Reserve)),
-            permit: only_index(take(Point::Permit)),
-            pre_bind: only_index(take(Point::PreBind)),
-            bind,
-            event_handlers,
-            plugins,
+            reserve: without_weights(reserve),
+            permit: without_weights(permit),
+            pre_bind: without_weights(pre_bind),
+            bind: without_weights(bind),
+            event_handlers: points.iter().filter_map(|p| p.event_handler.clone()).collect(),
+            hints: points.iter().map(|p| p.queueing_hints.clone()).collect(),
+            registered: built.plugins.iter().map(|p| p.events_to_register()).collect(),
+            facts: (0..points.len())
+                .filter_map(|index| {
+                    let plugin = points[index].report_facts.clone()?;
+                    Some(Enabled { index, plugin })
+                })
+                .collect(),
+            plugins: built.plugins,
         })
     }
 
@@ -258,7 +202,7 @@ impl Profile {
 
     /// The profile's QueueSort plugin.
     pub fn queue_sort(&self) -> &dyn QueueSort {
-        self.plugins[self.queue_sort].as_queue_sort().expect("checked at build")
+        &*self.queue_sort
     }
 
     /// The name of the plugin at `index`.
@@ -268,51 +212,140 @@ impl Profile {
 
     /// The Filter plugins, in order.
     pub fn filter_plugins(&self) -> impl Iterator<Item = &'static str> + '_ {
-        self.filter.iter().map(|&i| self.plugins[i].name())
+        self.filter.iter().map(|e| self.plugin_name(e.index))
     }
 
     /// The Score plugins with their weights, in order.
     pub fn score_plugins(&self) -> impl Iterator<Item = (&'static str, i64)> + '_ {
-        self.score.iter().map(|&(i, w)| (self.plugins[i].name(), w))
+        self.score.iter().map(|(e, w)| (self.plugin_name(e.index), *w))
     }
 }
 
-/// The plugin instances of a profile being built, one per name.
-struct Instances {
-    plugins: Vec<Box<dyn Plugin>>,
+fn without_weights<T: ?Sized>(list: Vec<(Enabled<T>, i64)>) -> Vec<Enabled<T>> {
+    list.into_iter().map(|(e, _)| e).collect()
+}
+
+/// A plugin chosen for an extension point by the defaults and the
+/// configuration.
+struct Chosen {
+    name: String,
+    weight: i64,
+    /// Named at this very point (not only by the defaults or `multiPoint`):
+    /// it must implement the point.
+    explicit: bool,
+}
+
+/// The plugins chosen for `point`, in order: the defaults not disabled,
+/// then `multiPoint`'s, then the point's own (a later mention of a plugin
+/// sets its weight).
+fn chosen(config: &ProfileConfig, point: Point, defaults: &[DefaultPlugin]) -> Vec<Chosen> {
+    let multi = &config.plugins.multi_point;
+    let set = point.set(config);
+    let all_disabled = |s: &PluginSet| s.disabled.iter().any(|d| d.name == "*");
+    let disabled = |s: &PluginSet, name: &str| s.disabled.iter().any(|d| d.name == name);
+    let default_weight =
+        |name: &str| defaults.iter().find(|d| d.name == name).map(|d| d.weight).unwrap_or(1);
+    let mut list: Vec<Chosen> = Vec::new();
+    let mut push = |name: &str, weight, explicit| {
+        if let Some(entry) = list.iter_mut().find(|c| c.name == name) {
+            entry.weight = weight;
+            entry.explicit |= explicit;
+        } else {
+            list.push(Chosen { name: name.to_string(), weight, explicit });
+        }
+    };
+    if !all_disabled(multi) && !all_disabled(set) {
+        for d in defaults {
+            if !disabled(multi, d.name) && !disabled(set, d.name) {
+                push(d.name, d.weight, false);
+            }
+        }
+    }
+    for r in &multi.enabled {
+        if !disabled(set, &r.name) {
+            push(&r.name, r.weight.unwrap_or_else(|| default_weight(&r.name)), false);
+        }
+    }
+    for r in &set.enabled {
+        push(&r.name, r.weight.unwrap_or_else(|| default_weight(&r.name)), true);
+    }
+    list
+}
+
+/// The plugin instances of a profile being built, one per name, with the
+/// extension points each implements.
+struct Instances<'a> {
+    registry: &'a Registry,
+    config: &'a ProfileConfig,
+    plugins: Vec<Arc<dyn Plugin>>,
+    points: Vec<ExtensionPoints>,
     by_name: BTreeMap<String, usize>,
 }
 
-impl Instances {
-    /// The instance of `name`, created on first use with its args.
-    fn instance(
-        &mut self,
-        registry: &Registry,
-        profile: &str,
-        args: &BTreeMap<&str, &serde_json::Value>,
-        name: &str,
-    ) -> Result<usize, ConfigError> {
+impl<'a> Instances<'a> {
+    fn new(registry: &'a Registry, config: &'a ProfileConfig) -> Instances<'a> {
+        Instances {
+            registry,
+            config,
+            plugins: Vec::new(),
+            points: Vec::new(),
+            by_name: BTreeMap::new(),
+        }
+    }
+
+    /// The index of `name`'s instance, created on first use with its args.
+    fn instance(&mut self, name: &str) -> Result<usize, ConfigError> {
         if let Some(&i) = self.by_name.get(name) {
             return Ok(i);
         }
-        let factory = registry.get(name).ok_or_else(|| ConfigError::UnknownPlugin {
-            profile: profile.to_string(),
+        let profile = &self.config.scheduler_name;
+        let factory = self.registry.get(name).ok_or_else(|| ConfigError::UnknownPlugin {
+            profile: profile.clone(),
             name: name.to_string(),
-            known: registry.names().collect::<Vec<_>>().join(", "),
+            known: self.registry.names().collect::<Vec<_>>().join(", "),
         })?;
-        let plugin = factory(args.get(name).copied()).map_err(|error| ConfigError::Args {
-            profile: profile.to_string(),
+        // Of two `pluginConfig` entries with args for one plugin, the last.
+        let args = self.config.plugin_config.iter().rev().find_map(|c| match &c.args {
+            Some(args) if c.name == name => Some(args),
+            _ => None,
+        });
+        let plugin = factory(args).map_err(|error| ConfigError::Args {
+            profile: profile.clone(),
             plugin: name.to_string(),
             error,
         })?;
+        self.points.push(plugin.clone().extension_points());
         self.plugins.push(plugin);
         self.by_name.insert(name.to_string(), self.plugins.len() - 1);
         Ok(self.plugins.len() - 1)
     }
-}
 
-fn default_weight(defaults: &[DefaultPlugin], name: &str) -> Option<i64> {
-    defaults.iter().find(|d| d.name == name).map(|d| d.weight)
+    /// The plugins chosen for a point that implement it, as its trait, with
+    /// their weights. One named explicitly at the point that does not
+    /// implement it is an error; one chosen by default or by `multiPoint`
+    /// is left out.
+    fn enabled<T: ?Sized>(
+        &mut self,
+        (point, chosen): (Point, Vec<Chosen>),
+        get: impl Fn(&ExtensionPoints) -> Option<Arc<T>>,
+    ) -> Result<Vec<(Enabled<T>, i64)>, ConfigError> {
+        let mut list = Vec::new();
+        for c in chosen {
+            let index = self.instance(&c.name)?;
+            match get(&self.points[index]) {
+                Some(plugin) => list.push((Enabled { index, plugin }, c.weight)),
+                None if c.explicit => {
+                    return Err(ConfigError::NotImplemented {
+                        profile: self.config.scheduler_name.clone(),
+                        plugin: c.name,
+                        point: point.json_name(),
+                    });
+                }
+                None => {}
+            }
+        }
+        Ok(list)
+    }
 }
 
 impl std::fmt::Debug for Profile {

@@ -6,7 +6,8 @@
 //!   delay (initial × 2^(attempts−1), capped);
 //! * **unschedulable**: pods no node could take; they wait for a cluster
 //!   change that may help — one of the events the rejecting plugins
-//!   registered — or for [`UNSCHEDULABLE_FLUSH`] to pass.
+//!   registered, narrowed by the queueing hints of those that give them
+//!   ([`crate::wake`]) — or for [`UNSCHEDULABLE_FLUSH`] to pass.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
@@ -16,6 +17,7 @@ use std::time::Duration;
 use kolo_core::clock::Timestamp;
 
 use crate::framework::{EventKinds, PodInfo, QueueKey};
+use crate::wake::{WakeOn, Wakeup};
 
 /// How long an unschedulable pod waits at most before it is retried anyway
 /// (kube-scheduler's `podMaxInUnschedulablePodsDuration`).
@@ -27,7 +29,8 @@ enum Place {
     Backoff(Timestamp),
     Unschedulable {
         since: Timestamp,
-        wake_on: EventKinds,
+        /// Every kind of event that may wake the pod.
+        interest: EventKinds,
     },
     /// Popped and being scheduled (or waiting for a bind).
     InFlight,
@@ -39,6 +42,8 @@ struct Entry {
     key: QueueKey,
     attempts: u32,
     place: Place,
+    /// While unschedulable: why, as far as waking it goes.
+    wake_on: Option<Arc<WakeOn>>,
     /// Bumped whenever the pod moves, so stale heap entries are skipped.
     version: u64,
 }
@@ -110,7 +115,14 @@ impl SchedulingQueue {
             None => {
                 self.entries.insert(
                     name.clone(),
-                    Entry { info, key, attempts: 0, place: Place::Active, version: 0 },
+                    Entry {
+                        info,
+                        key,
+                        attempts: 0,
+                        place: Place::Active,
+                        wake_on: None,
+                        version: 0,
+                    },
                 );
                 self.push_active(&name);
             }
@@ -143,17 +155,20 @@ impl SchedulingQueue {
         None
     }
 
-    /// Puts back a pod no node could take. It waits for an event in
-    /// `wake_on` (or [`UNSCHEDULABLE_FLUSH`]).
-    pub fn requeue_unschedulable(&mut self, key: &str, now: Timestamp, wake_on: EventKinds) {
+    /// Puts back a pod no node could take. It waits for events that
+    /// [`wake`](Self::wake) it as `wake_on` says (or for
+    /// [`UNSCHEDULABLE_FLUSH`]).
+    pub fn requeue_unschedulable(&mut self, key: &str, now: Timestamp, wake_on: Arc<WakeOn>) {
         self.unmark_unschedulable(key);
         if let Some(entry) = self.entries.get_mut(key) {
+            let interest = wake_on.interest();
             entry.attempts += 1;
-            entry.place = Place::Unschedulable { since: now, wake_on };
+            entry.place = Place::Unschedulable { since: now, interest };
+            entry.wake_on = Some(wake_on);
             self.versions += 1;
             entry.version = self.versions;
             self.unschedulable.insert(key.into());
-            *self.waiting_for.entry(wake_on).or_default() += 1;
+            *self.waiting_for.entry(interest).or_default() += 1;
             *self.unschedulable_since.entry(now).or_default() += 1;
         }
     }
@@ -175,26 +190,35 @@ impl SchedulingQueue {
         self.initial_backoff.saturating_mul(factor).min(self.max_backoff)
     }
 
-    /// A cluster change happened: unschedulable pods that were rejected by a
-    /// plugin interested in it are retried (after their backoff). Pods that
-    /// have waited [`UNSCHEDULABLE_FLUSH`] are retried whatever happened.
-    pub fn on_event(&mut self, kind: EventKinds, now: Timestamp) {
-        let interested = self.waiting_for.keys().any(|w| w.intersects(kind));
-        let flush = self
-            .unschedulable_since
+    /// Whether an event of these kinds may move any unschedulable pod: one
+    /// waits for such events, or has waited [`UNSCHEDULABLE_FLUSH`]. When
+    /// not, the caller need not ask the plugins' hints.
+    pub fn wants(&self, kinds: EventKinds, now: Timestamp) -> bool {
+        self.waiting_for.keys().any(|w| w.intersects(kinds)) || self.flush_due(now)
+    }
+
+    fn flush_due(&self, now: Timestamp) -> bool {
+        self.unschedulable_since
             .keys()
             .next()
-            .is_some_and(|&since| waited(since, now) >= UNSCHEDULABLE_FLUSH);
-        if !interested && !flush {
+            .is_some_and(|&since| waited(since, now) >= UNSCHEDULABLE_FLUSH)
+    }
+
+    /// Cluster changes happened: the unschedulable pods they may help (as
+    /// `wakeup` says) are retried (after their backoff). Pods that have
+    /// waited [`UNSCHEDULABLE_FLUSH`] are retried whatever happened.
+    pub fn wake(&mut self, wakeup: &Wakeup, now: Timestamp) {
+        if !self.wants(wakeup.events(), now) {
             return;
         }
         let moved: Vec<Box<str>> = self
             .unschedulable
             .iter()
             .filter_map(|k| self.entries.get_key_value(k))
-            .filter(|(_, e)| match e.place {
-                Place::Unschedulable { since, wake_on } => {
-                    wake_on.intersects(kind) || waited(since, now) >= UNSCHEDULABLE_FLUSH
+            .filter(|(_, e)| match (e.place, &e.wake_on) {
+                (Place::Unschedulable { since, interest }, Some(on)) => {
+                    (interest.intersects(wakeup.events()) && wakeup.wakes(on))
+                        || waited(since, now) >= UNSCHEDULABLE_FLUSH
                 }
                 _ => false,
             })
@@ -212,7 +236,7 @@ impl SchedulingQueue {
 
     /// Retries unschedulable pods that have waited [`UNSCHEDULABLE_FLUSH`].
     pub fn flush_unschedulable(&mut self, now: Timestamp) {
-        self.on_event(EventKinds::NONE, now);
+        self.wake(&Wakeup::default(), now);
     }
 
     /// When the next backoff ends, if any pod is backing off.
@@ -286,15 +310,14 @@ impl SchedulingQueue {
         if !self.unschedulable.remove(name) {
             return;
         }
-        let Some(Place::Unschedulable { since, wake_on }) = self.entries.get(name).map(|e| e.place)
-        else {
-            return;
-        };
+        let Some(entry) = self.entries.get_mut(name) else { return };
+        entry.wake_on = None;
+        let Place::Unschedulable { since, interest } = entry.place else { return };
         // Only keys some pod still has are kept, so that events look at few.
-        if let Some(n) = self.waiting_for.get_mut(&wake_on) {
+        if let Some(n) = self.waiting_for.get_mut(&interest) {
             *n -= 1;
             if *n == 0 {
-                self.waiting_for.remove(&wake_on);
+                self.waiting_for.remove(&interest);
             }
         }
         if let Some(n) = self.unschedulable_since.get_mut(&since) {
@@ -314,6 +337,14 @@ fn waited(since: Timestamp, now: Timestamp) -> Duration {
 mod tests {
     use super::*;
     use crate::testing::pod_info;
+
+    fn any(events: EventKinds) -> Arc<WakeOn> {
+        Arc::new(WakeOn::any(events))
+    }
+
+    fn event(q: &mut SchedulingQueue, kind: EventKinds, now: Timestamp) {
+        q.wake(&Wakeup::of(kind), now);
+    }
 
     fn t(seconds: i64) -> Timestamp {
         Timestamp::from_second(1_700_000_000 + seconds).unwrap()
@@ -367,13 +398,17 @@ mod tests {
         let mut q = queue();
         add(&mut q, "p", 0);
         q.pop(t(0)).unwrap();
-        q.requeue_unschedulable("default/p", t(0), EventKinds::NODE_ADD | EventKinds::POD_DELETE);
-        q.on_event(EventKinds::NODE_METRIC, t(5));
+        q.requeue_unschedulable(
+            "default/p",
+            t(0),
+            any(EventKinds::NODE_ADD | EventKinds::POD_DELETE),
+        );
+        event(&mut q, EventKinds::NODE_METRIC, t(5));
         assert_eq!(pop_name(&mut q, t(5)), None, "not interested in metrics");
-        q.on_event(EventKinds::POD_DELETE, t(5));
+        event(&mut q, EventKinds::POD_DELETE, t(5));
         assert_eq!(pop_name(&mut q, t(5)).as_deref(), Some("default/p"));
 
-        q.requeue_unschedulable("default/p", t(10), EventKinds::NODE_ADD);
+        q.requeue_unschedulable("default/p", t(10), any(EventKinds::NODE_ADD));
         q.flush_unschedulable(t(10 + 299));
         assert_eq!(pop_name(&mut q, t(10 + 299)), None);
         q.flush_unschedulable(t(10 + 300));
@@ -390,8 +425,8 @@ mod tests {
         add(&mut q, "b", 0);
         q.pop(t(0)).unwrap();
         q.pop(t(0)).unwrap();
-        q.requeue_unschedulable("default/a", t(0), EventKinds::POD_DELETE);
-        q.requeue_unschedulable("default/b", t(1), EventKinds::NODE_ADD);
+        q.requeue_unschedulable("default/a", t(0), any(EventKinds::POD_DELETE));
+        q.requeue_unschedulable("default/b", t(1), any(EventKinds::NODE_ADD));
         let sizes = |q: &SchedulingQueue| (q.waiting_for.len(), q.unschedulable_since.len());
         // (event, unschedulable pods left, distinct counts left)
         let steps = [
@@ -400,7 +435,7 @@ mod tests {
             (EventKinds::POD_ADD, 1, (1, 1)),
         ];
         for (event, left, counts) in steps {
-            q.on_event(event, t(2));
+            q.wake(&Wakeup::of(event), t(2));
             assert_eq!((q.counts().2, sizes(&q)), (left, counts), "{event:?}");
         }
         assert!(q.remove("default/b"));
@@ -412,8 +447,8 @@ mod tests {
         let mut q = queue();
         add(&mut q, "p", 0);
         q.pop(t(0)).unwrap();
-        q.requeue_unschedulable("default/p", t(0), EventKinds::ALL);
-        q.on_event(EventKinds::NODE_ADD, t(0));
+        q.requeue_unschedulable("default/p", t(0), any(EventKinds::ALL));
+        event(&mut q, EventKinds::NODE_ADD, t(0));
         assert_eq!(pop_name(&mut q, t(0)), None);
         assert_eq!(pop_name(&mut q, t(1)).as_deref(), Some("default/p"));
     }

@@ -1,6 +1,7 @@
 //! Plugins by name: how a profile's configuration becomes plugin instances.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -23,11 +24,21 @@ impl PluginArgsError {
     pub fn new(field: impl Into<String>, message: impl Into<String>) -> PluginArgsError {
         PluginArgsError { field: field.into(), message: message.into() }
     }
+
+    /// An error from a validation error whose text reads `field: message`
+    /// (the args' own error types spell it so); `.` when it names no field.
+    pub fn from_validation(error: impl std::fmt::Display) -> PluginArgsError {
+        let text = error.to_string();
+        match text.split_once(": ") {
+            Some((field, message)) => PluginArgsError::new(field, message),
+            None => PluginArgsError::new(".", text),
+        }
+    }
 }
 
 /// Builds a plugin from its arguments (`None` when the configuration gives
 /// none: use the defaults).
-pub type PluginFactory = fn(args: Option<&Value>) -> Result<Box<dyn Plugin>, PluginArgsError>;
+pub type PluginFactory = fn(args: Option<&Value>) -> Result<Arc<dyn Plugin>, PluginArgsError>;
 
 /// The plugins a scheduler can enable, by name.
 #[derive(Clone, Default)]

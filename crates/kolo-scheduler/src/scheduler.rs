@@ -1,13 +1,18 @@
 //! The scheduler: cluster changes in, one scheduling cycle at a time, bind
 //! requests out.
 //!
-//! A cycle takes the next pod from the queue and runs its profile's
-//! extension points: PreFilter and PreScore once, then Filter and Score
-//! fused over batches of nodes in parallel (rayon), then selection, Reserve
-//! (after the pod is assumed in the cache, so the next cycle sees it),
-//! Permit, PreBind, and Bind, which hands a request to the [`Binder`]. Bind
-//! outcomes come back on a channel and are applied at the start of the next
-//! cycle: a failed bind forgets the pod and retries it.
+//! A cycle takes the next pod from the queue and finds it a node
+//! ([`crate::search`]: PreFilter and PreScore once, then Filter and Score
+//! fused over batches of nodes in parallel, then selection), then runs
+//! Reserve (after the pod is assumed in the cache, so the next cycle sees
+//! it), Permit, PreBind, and Bind, which hands a request to the
+//! [`Binder`]. Bind outcomes come back on a channel and are applied at the
+//! start of the next cycle: a failed bind forgets the pod and retries it.
+//!
+//! Cluster changes go to the plugins that keep state, then to the queue:
+//! an unschedulable pod is retried when an event may help it, as the
+//! rejecting plugins' registered events and queueing hints say
+//! ([`crate::wake`]).
 //!
 //! Everything here is deterministic: the same inputs and times give the
 //! same decisions, whatever the thread count (results are written per node
@@ -25,118 +30,25 @@ use kolo_core::clock::Timestamp;
 use kolo_core::node::{NodeView, NodeViewError};
 use kolo_core::pod::PodViewError;
 use kolo_core::usage_report::{NodeUsageReport, UsageReadError};
-use rayon::prelude::*;
 
 use crate::binder::{BindCompletion, BindRequest, BindResult, Binder};
 use crate::cache::{Cache, CacheChange};
 use crate::config::{ConfigError, SchedulerConfig};
-use crate::equivalence::{EquivalenceCache, NodeResults, pod_signature};
-use crate::explain::failure_message;
+use crate::equivalence::{EquivalenceCache, pod_signature};
 use crate::framework::{
-    BindOutcome, ClusterEvent, ClusterEventHandler, CycleContext, CycleState, EventKinds, Filter,
-    NodeId, NodeInfo, NodeVerdict, PermitOutcome, PodInfo, PostFilterOutcome, PreFilterOutcome,
-    PreScoreOutcome, Rejected, Rejection, Score, ScoreSink,
+    BindOutcome, ClusterEvent, ClusterEventHandler, CycleContext, CycleState, EventKinds, Facts,
+    NodeId, NodeInfo, PermitOutcome, PodInfo, Rejection,
 };
 use crate::profile::{DefaultPlugin, Profile};
 use crate::queue::SchedulingQueue;
 use crate::registry::Registry;
+use crate::search::{NoNode, Scratch, Search, node_facts, prepare};
+use crate::wake::{PluginKey, WakeOn, Wakeup};
 
-/// Below this many nodes every node is evaluated (kube-scheduler's
-/// `minFeasibleNodesToFind`).
-pub const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
-/// The adaptive percentage never goes below this.
-pub const MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: usize = 5;
-
-/// How many feasible nodes to look for before scoring, as kube-scheduler's
-/// `numFeasibleNodesToFind`: all of them below 100 nodes or at 100%;
-/// otherwise the percentage (adaptive when 0: 50% − 1% per 125 nodes, at
-/// least 5%) of the nodes, at least 100.
-pub fn num_feasible_nodes_to_find(nodes: usize, percentage: i32) -> usize {
-    if nodes < MIN_FEASIBLE_NODES_TO_FIND || percentage >= 100 {
-        return nodes;
-    }
-    let percentage = if percentage <= 0 {
-        (50usize.saturating_sub(nodes / 125)).max(MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
-    } else {
-        percentage as usize
-    };
-    (nodes * percentage / 100).max(MIN_FEASIBLE_NODES_TO_FIND)
-}
-
-/// How much a cycle records for explaining its decision.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ExplainLevel {
-    /// Only the outcome (fastest).
-    #[default]
-    None,
-    /// The outcome and the best `n` feasible nodes with per-plugin scores.
-    Top(usize),
-    /// Every evaluated node: its verdict, reasons and scores.
-    All,
-}
-
-/// One node as a cycle saw it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NodeReport {
-    /// The node.
-    pub node: String,
-    /// Whether it passed every filter.
-    pub feasible: bool,
-    /// Why not (empty when feasible).
-    pub reasons: Vec<String>,
-    /// The plugin that rejected it.
-    pub rejected_by: Option<&'static str>,
-    /// Per-plugin scores (normalized, before weights), feasible nodes only.
-    pub scores: BTreeMap<&'static str, i64>,
-    /// Weighted sum of the scores, feasible nodes only.
-    pub total: Option<i64>,
-}
-
-/// How a cycle ended for its pod.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
-    /// Assumed on `node` and handed to the binder.
-    Scheduled {
-        /// The chosen node.
-        node: String,
-        /// Its weighted total score.
-        total: i64,
-        /// Its per-plugin scores (normalized, before weights).
-        scores: BTreeMap<&'static str, i64>,
-    },
-    /// Reserved on `node`, waiting for a Permit plugin to allow it.
-    Waiting {
-        /// The reserved node.
-        node: String,
-    },
-    /// No node can take the pod now; it waits for a cluster change.
-    Unschedulable {
-        /// kube-scheduler style summary (`0/5000 nodes are available: ...`).
-        message: String,
-        /// A node a PostFilter plugin nominated, if any.
-        nominated: Option<String>,
-    },
-    /// An error (a plugin error, a failed Reserve); retried after backoff.
-    Failed {
-        /// What went wrong.
-        message: String,
-    },
-}
-
-/// The record of one scheduling cycle.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CycleReport {
-    /// `namespace/name`.
-    pub pod: String,
-    /// What happened.
-    pub outcome: Outcome,
-    /// How many nodes were evaluated (filtered) in this cycle.
-    pub evaluated_nodes: usize,
-    /// How many of them were feasible (and scored).
-    pub feasible_nodes: usize,
-    /// Per-node details, as asked for with [`Scheduler::set_explain`].
-    pub nodes: Vec<NodeReport>,
-}
+pub use crate::report::{CycleReport, ExplainLevel, NodeReport, Outcome};
+pub use crate::search::{
+    MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND, MIN_FEASIBLE_NODES_TO_FIND, num_feasible_nodes_to_find,
+};
 
 /// Why a cluster object was refused; the last good state is kept.
 #[derive(Debug, thiserror::Error)]
@@ -164,14 +76,6 @@ struct InFlightBind {
     profile: usize,
     node: NodeId,
     info: Arc<PodInfo>,
-}
-
-/// Buffers reused from cycle to cycle (allocating them per pod costs more
-/// than the scoring itself at 5,000 nodes).
-#[derive(Default)]
-struct Scratch {
-    results: NodeResults,
-    feasible: Vec<usize>,
 }
 
 /// The scheduler's counters.
@@ -212,6 +116,10 @@ pub struct Scheduler {
     stats: Stats,
     equivalence: EquivalenceCache,
     use_equivalence: bool,
+    /// Whether cycles gather the plugins' facts ([`Scheduler::set_facts`]).
+    facts: bool,
+    /// What the cluster events being dispatched may wake (reused).
+    wakeup: Wakeup,
 }
 
 impl Scheduler {
@@ -251,6 +159,8 @@ impl Scheduler {
             stats: Stats::default(),
             equivalence: EquivalenceCache::default(),
             use_equivalence: config.equivalence_cache.unwrap_or(true),
+            facts: false,
+            wakeup: Wakeup::default(),
         })
     }
 
@@ -264,6 +174,14 @@ impl Scheduler {
     /// Sets how much each cycle records about the nodes it saw.
     pub fn set_explain(&mut self, level: ExplainLevel) {
         self.explain = level;
+    }
+
+    /// Sets whether each cycle gathers facts: each plugin's facts about the
+    /// pod and about the chosen node (and the nodes the explain level
+    /// reports), and the annotations PreBind wrote (off by default: for
+    /// explanations, not for the scheduling path).
+    pub fn set_facts(&mut self, on: bool) {
+        self.facts = on;
     }
 
     /// The profiles, in configuration order.
@@ -353,9 +271,17 @@ impl Scheduler {
                 Some((node, cache.node_metric(node.name())?))
             })
             .collect();
-        each_event_handler(&mut self.profiles, |handler| handler.on_node_metrics(&updates));
-        for _ in 0..updates.len() {
-            self.queue.on_event(EventKinds::NODE_METRIC, now);
+        each_event_handler(&self.profiles, |handler| handler.on_node_metrics(&updates));
+        let (queue, wakeup) = (&mut self.queue, &mut self.wakeup);
+        if !updates.is_empty() && queue.wants(EventKinds::NODE_METRIC, now) {
+            // One wake-up for the round: the pods it moves go back in queue
+            // order, whichever node's report moved them.
+            wakeup.clear();
+            for &(node, metric) in &updates {
+                let event = ClusterEvent::NodeMetricUpdated { node, metric };
+                add_hints(&self.profiles, &event, wakeup);
+            }
+            queue.wake(wakeup, now);
         }
     }
 
@@ -409,42 +335,18 @@ impl Scheduler {
         self.dispatch(changes, now);
     }
 
-    /// Tells every plugin and the queue about cache changes.
+    /// Tells every plugin and the queue about cache changes, one by one.
     fn dispatch(&mut self, changes: Vec<CacheChange>, now: Timestamp) {
+        let Scheduler { cache, profiles, queue, wakeup, .. } = self;
         for change in changes {
-            let Some(kind) = self.deliver(&change, now) else { continue };
-            self.queue.on_event(kind, now);
+            let Some(event) = cluster_event(cache, &change, now) else { continue };
+            each_event_handler(profiles, |handler| handler.on_event(&event));
+            if queue.wants(event.kind(), now) {
+                wakeup.clear();
+                add_hints(profiles, &event, wakeup);
+                queue.wake(wakeup, now);
+            }
         }
-    }
-
-    /// Delivers one change to the event handlers of every profile; returns
-    /// its kind (`None` if it refers to something already gone).
-    fn deliver(&mut self, change: &CacheChange, now: Timestamp) -> Option<EventKinds> {
-        let cache = &self.cache;
-        let event = match change {
-            CacheChange::NodeAdded(id) => ClusterEvent::NodeAdded(cache.node(*id)?),
-            CacheChange::NodeUpdated(id) => ClusterEvent::NodeUpdated(cache.node(*id)?),
-            CacheChange::NodeRemoved { id, name } => ClusterEvent::NodeRemoved { id: *id, name },
-            CacheChange::PodAdded { pod, node } => {
-                let cached = cache.pod(pod)?;
-                ClusterEvent::PodAdded {
-                    pod: &cached.info,
-                    node: cache.node(*node)?,
-                    assumed: cached.assumed,
-                    at: now,
-                }
-            }
-            CacheChange::PodRemoved { pod, node } => ClusterEvent::PodRemoved { pod, node: *node },
-            CacheChange::NodeMetricUpdated(id) => {
-                let node = cache.node(*id)?;
-                ClusterEvent::NodeMetricUpdated { node, metric: cache.node_metric(node.name())? }
-            }
-            CacheChange::NodeMetricRemoved(id) => {
-                ClusterEvent::NodeMetricRemoved { node: cache.node(*id)? }
-            }
-        };
-        each_event_handler(&mut self.profiles, |handler| handler.on_event(&event));
-        Some(event.kind())
     }
 
     /// Runs one scheduling cycle for the next ready pod, if any. First
@@ -502,7 +404,7 @@ impl Scheduler {
         for key in expired {
             if let Some(w) = self.waiting.remove(&key) {
                 self.undo_reservation(w.profile, &w.info, w.node, now);
-                self.queue.requeue_unschedulable(&key, now, EventKinds::ALL);
+                self.queue.requeue_unschedulable(&key, now, Arc::new(WakeOn::any(EventKinds::ALL)));
             }
         }
     }
@@ -510,14 +412,14 @@ impl Scheduler {
     /// Unreserves a pod in every Reserve plugin (reverse order) and forgets
     /// its assumption.
     fn undo_reservation(&mut self, profile: usize, info: &PodInfo, node: NodeId, now: Timestamp) {
-        let ctx = CycleContext { now };
-        let profile_ref = &mut self.profiles[profile];
         if let Some(node_info) = self.cache.node(node) {
-            for &i in profile_ref.reserve.iter().rev() {
-                if let Some(reserve) = profile_ref.plugins[i].as_reserve() {
-                    reserve.unreserve(&ctx, info, node_info);
-                }
-            }
+            unreserve(
+                &self.profiles[profile],
+                self.profiles[profile].reserve.len(),
+                info,
+                node_info,
+                now,
+            );
         }
         let changes = self.cache.forget(info.key());
         self.dispatch(changes, now);
@@ -525,13 +427,8 @@ impl Scheduler {
 
     fn schedule_one(&mut self, info: Arc<PodInfo>, now: Timestamp) -> CycleReport {
         self.stats.cycles += 1;
-        let mut report = CycleReport {
-            pod: info.key().to_string(),
-            outcome: Outcome::Failed { message: String::new() },
-            evaluated_nodes: 0,
-            feasible_nodes: 0,
-            nodes: Vec::new(),
-        };
+        let failed = Outcome::Failed { message: String::new() };
+        let mut report = CycleReport::new(info.key().to_string(), failed);
         let Some(profile) = self.profile_for(&info) else {
             self.queue.remove(info.key());
             report.outcome = Outcome::Failed {
@@ -544,49 +441,100 @@ impl Scheduler {
         };
         let ctx = CycleContext { now };
         match self.find_node(profile, &info, &ctx, &mut report) {
-            Ok(node) => {
-                let state = std::mem::take(&mut self.state);
-                match self.reserve_permit_bind(profile, &info, node, &state, now) {
-                    Ok(None) => self.state = state,
-                    Ok(Some(deadline)) => {
-                        // Held by a Permit plugin: the pod keeps its cycle
-                        // state for PreBind (the next cycle starts afresh).
-                        report.outcome = Outcome::Waiting {
-                            node: self.cache.node(node).map_or("", |n| n.name()).to_string(),
-                        };
-                        self.waiting.insert(
-                            info.key().into(),
-                            WaitingPod { profile, node, info: info.clone(), deadline, state },
-                        );
-                    }
-                    Err(rejection) => {
-                        self.state = state;
-                        self.stats.failed += 1;
-                        report.outcome = Outcome::Failed { message: rejection.to_string() };
-                        self.queue.requeue_backoff(info.key(), now);
-                    }
-                }
-            }
-            Err((message, wake_on, nominated)) => {
+            Ok(node) => self.place(profile, &info, node, now, &mut report),
+            Err(NoNode { failure, nominated }) => {
                 self.stats.unschedulable += 1;
-                report.outcome = Outcome::Unschedulable { message, nominated };
-                self.queue.requeue_unschedulable(info.key(), now, wake_on);
+                self.gather_facts(profile, &info, None, &ctx, &mut report);
+                report.outcome = Outcome::Unschedulable {
+                    message: failure.summary.message.clone(),
+                    nominated,
+                    rejections: failure.summary.rejections.clone(),
+                };
+                self.queue.requeue_unschedulable(info.key(), now, failure.wake_on.clone());
             }
         }
         report
     }
 
-    /// PreFilter, PreScore, the fused Filter + Score pass and selection.
-    /// Returns the chosen node, or the failure message, the events that may
-    /// help, and a nominated node.
-    #[allow(clippy::type_complexity)]
+    /// Reserve, Permit and bind the pod on the node `find_node` chose.
+    fn place(
+        &mut self,
+        profile: usize,
+        info: &Arc<PodInfo>,
+        node: NodeId,
+        now: Timestamp,
+        report: &mut CycleReport,
+    ) {
+        let ctx = CycleContext { now };
+        if self.facts
+            && let Some(node_info) = self.cache.node(node)
+        {
+            // Before Reserve: the node as Filter and Score saw it.
+            report.node_facts =
+                node_facts(&self.profiles[profile], &ctx, &self.state, info, node_info);
+        }
+        let state = std::mem::take(&mut self.state);
+        match self.reserve_permit_bind(profile, info, node, &state, now) {
+            Ok(Reserved::Bound(request)) => {
+                self.state = state;
+                report.annotations = request.annotations;
+                self.gather_facts(profile, info, Some(node), &ctx, report);
+            }
+            Ok(Reserved::Waiting(deadline)) => {
+                // Held by a Permit plugin: the pod keeps its cycle state for
+                // PreBind (the next cycle starts afresh).
+                report.outcome = Outcome::Waiting {
+                    node: self.cache.node(node).map_or("", |n| n.name()).to_string(),
+                };
+                self.waiting.insert(
+                    info.key().into(),
+                    WaitingPod { profile, node, info: info.clone(), deadline, state },
+                );
+            }
+            Err(rejection) => {
+                self.state = state;
+                self.stats.failed += 1;
+                report.outcome = Outcome::Failed { message: rejection.to_string() };
+                self.queue.requeue_backoff(info.key(), now);
+            }
+        }
+    }
+
+    /// Each plugin's facts about the pod, if asked for
+    /// ([`set_facts`](Self::set_facts)); `node` once it passed PreBind
+    /// there.
+    fn gather_facts(
+        &self,
+        profile: usize,
+        info: &PodInfo,
+        node: Option<NodeId>,
+        ctx: &CycleContext,
+        report: &mut CycleReport,
+    ) {
+        if !self.facts {
+            return;
+        }
+        let profile = &self.profiles[profile];
+        let node = node.and_then(|id| self.cache.node(id));
+        report.facts = profile
+            .facts
+            .iter()
+            .filter_map(|p| {
+                let facts: Facts = p.plugin.pod_facts(ctx, &self.state, info, node)?;
+                Some((profile.plugin_name(p.index), facts))
+            })
+            .collect();
+    }
+
+    /// Finds the pod a node ([`crate::search`]): the chosen node, or why
+    /// none can take it.
     fn find_node(
         &mut self,
         profile_index: usize,
         info: &PodInfo,
         ctx: &CycleContext,
         report: &mut CycleReport,
-    ) -> Result<NodeId, (String, EventKinds, Option<String>)> {
+    ) -> Result<NodeId, NoNode> {
         let Scheduler {
             profiles,
             cache,
@@ -598,286 +546,25 @@ impl Scheduler {
             equivalence,
             use_equivalence,
             stats,
+            facts,
             ..
         } = self;
         let profile = &profiles[profile_index];
         let nodes = cache.nodes();
-        let n = nodes.len();
         state.clear();
-
-        let mut skip_filter = vec![false; profile.plugins.len()];
-        for &i in &profile.pre_filter {
-            let plugin = profile.plugins[i].as_pre_filter().expect("checked at build");
-            match plugin.pre_filter(ctx, state, info) {
-                PreFilterOutcome::Proceed => {}
-                PreFilterOutcome::Skip => skip_filter[i] = true,
-                PreFilterOutcome::Reject(rejection) => {
-                    let message = format!("0/{n} nodes are available: {}.", rejection.reason);
-                    let wake = profile.plugins[i].events_to_register();
-                    return Err((message, wake, None));
-                }
-            }
-        }
-        let mut skip_score = vec![false; profile.plugins.len()];
-        for &i in &profile.pre_score {
-            let plugin = profile.plugins[i].as_pre_score().expect("checked at build");
-            if plugin.pre_score(ctx, state, info) == PreScoreOutcome::Skip {
-                skip_score[i] = true;
-            }
-        }
-        if n == 0 {
-            return Err((failure_message(0, []), EventKinds::NODE_ADD, None));
-        }
-        let filters: Vec<(&dyn Filter, u16)> = profile
-            .filter
-            .iter()
-            .filter(|&&i| !skip_filter[i])
-            .map(|&i| (profile.plugins[i].as_filter().expect("checked at build"), i as u16))
-            .collect();
-        // (plugin, weight, plugin index); skipped plugins score nothing.
-        let scorers: Vec<(&dyn Score, i64, usize)> = profile
-            .score
-            .iter()
-            .filter(|(i, _)| !skip_score[*i])
-            .map(|&(i, w)| (profile.plugins[i].as_score().expect("checked at build"), w, i))
-            .collect();
-        let columns = scorers.len().max(1);
-        let sum_in_pass = !scorers.iter().any(|(s, _, _)| s.normalizes());
-
-        // Buffers keep their contents between cycles: every slot a cycle
-        // reads is written by that cycle's pass first.
-        scratch.results.resize(n, columns);
-        scratch.feasible.clear();
-
-        let want = num_feasible_nodes_to_find(n, *percentage);
-        let tie_seed = info.tie_hash();
-        if want >= n && sum_in_pass && *explain == ExplainLevel::None {
-            // Every node, no normalization, nothing to report per node: each
-            // chunk also finds its own best node. With the equivalence
-            // cache, only the nodes that changed since an alike pod's cycle
-            // are evaluated again.
+        let running = prepare(profile, ctx, state, info, nodes.len())?;
+        let search = Search::new(ctx, state, info, profile, profile_index, nodes, running, *facts);
+        let want = num_feasible_nodes_to_find(nodes.len(), *percentage);
+        if want >= nodes.len() && search.sum_in_pass && *explain == ExplainLevel::None {
             let signature = (*use_equivalence && profile.equivalence)
                 .then(|| pod_signature(profile_index, info));
-            let entry = signature.map(|sig| equivalence.entry(sig));
-            // Results go to the cache entry, or to the general buffers when
-            // the pod is not cached.
-            let (results, freshness, failure) = match entry {
-                Some(e) => (&mut e.results, Some(&mut e.freshness), Some(&mut e.failure)),
-                None => (&mut scratch.results, None, None),
-            };
-            results.resize(n, columns);
-            // Node updates leave other nodes' results good when the plugins
-            // say so; the node set changing never does.
-            let epoch =
-                if profile.local_node_updates { cache.node_set_epoch() } else { cache.epoch() };
-            let stale =
-                freshness.as_ref().and_then(|f| f.stale(epoch, cache.generations(), ctx.now));
-            let renewed = |i: usize| valid_until(profile, &nodes[i], ctx.now);
-            // Whether any node was evaluated in this cycle (a cached failure
-            // summary stays good only if not).
-            let mut recomputed = true;
-            // Re-evaluating a node alone costs more than in a parallel pass;
-            // past a point, evaluate everything.
-            let (feasible, best) = match (stale, freshness) {
-                (Some(stale), Some(freshness)) if stale.len() <= (n / 8).max(64) => {
-                    recomputed = !stale.is_empty();
-                    stats.node_evaluations += stale.len() as u64;
-                    for &i in &stale {
-                        evaluate(
-                            ctx,
-                            state,
-                            info,
-                            &nodes[i..=i],
-                            &mut results.verdicts[i..=i],
-                            &mut results.scores[i * columns..(i + 1) * columns],
-                            &mut results.totals[i..=i],
-                            &filters,
-                            &scorers,
-                            columns,
-                            true,
-                            tie_seed,
-                        );
-                    }
-                    freshness.renew(&stale, cache.generations(), renewed);
-                    best_of(cache.name_hashes(), &results.verdicts, &results.totals, tie_seed)
-                }
-                (_, freshness) => {
-                    stats.node_evaluations += n as u64;
-                    let result = evaluate(
-                        ctx,
-                        state,
-                        info,
-                        nodes,
-                        &mut results.verdicts,
-                        &mut results.scores,
-                        &mut results.totals,
-                        &filters,
-                        &scorers,
-                        columns,
-                        true,
-                        tie_seed,
-                    );
-                    if let Some(freshness) = freshness {
-                        freshness.renew_all(epoch, cache.generations(), renewed);
-                    }
-                    result
-                }
-            };
-            // A failure summary describes the verdicts it was made from:
-            // forget it as soon as any of them is computed again, whatever
-            // this cycle's outcome.
-            let failure = failure.map(|slot| {
-                if recomputed {
-                    *slot = None;
-                }
-                slot
-            });
-            report.evaluated_nodes = n;
-            report.feasible_nodes = feasible;
-            if let Some((_, _, best)) = best {
-                report.outcome = Outcome::Scheduled {
-                    node: nodes[best].name().to_string(),
-                    total: results.totals[best],
-                    scores: plugin_scores(profile, &scorers, &results.scores[best * columns..]),
-                };
-                return Ok(nodes[best].id());
-            }
-            // No feasible node: explain why, from the cached summary when
-            // no verdict changed since it was made.
-            let (message, wake_on) = match failure {
-                Some(Some(cached)) => cached.clone(),
-                Some(slot) => slot.insert(unschedulable(profile, &results.verdicts)).clone(),
-                None => unschedulable(profile, &results.verdicts),
-            };
-            let nominated = nominate(profile, ctx, state, info, nodes, &results.verdicts);
-            return Err((message, wake_on, nominated));
+            let cached = signature.map(|sig| equivalence.entry(sig));
+            return search.every_node(cache, cached, &mut scratch.results, stats, report);
         }
-        let start = if want >= n { 0 } else { *next_start % n };
-        // Evaluate nodes in rounds, in the rotated order start, start+1, ...
-        // until `want` feasible nodes are found; each round is one parallel
-        // pass over at most two contiguous ranges.
-        let round = if want >= n { n } else { want.max(512) };
-        let mut evaluated = 0;
-        while evaluated < n && scratch.feasible.len() < want {
-            let len = round.min(n - evaluated);
-            let from = (start + evaluated) % n;
-            let first = len.min(n - from);
-            let ranges = [(from, from + first), (0, len - first)];
-            for (a, b) in ranges {
-                if a < b {
-                    evaluate(
-                        ctx,
-                        state,
-                        info,
-                        &nodes[a..b],
-                        &mut scratch.results.verdicts[a..b],
-                        &mut scratch.results.scores[a * columns..b * columns],
-                        &mut scratch.results.totals[a..b],
-                        &filters,
-                        &scorers,
-                        columns,
-                        sum_in_pass,
-                        tie_seed,
-                    );
-                }
-            }
-            for k in evaluated..evaluated + len {
-                let pos = (start + k) % n;
-                if scratch.results.verdicts[pos].is_none() {
-                    scratch.feasible.push(pos);
-                    if scratch.feasible.len() == want {
-                        break;
-                    }
-                }
-            }
-            evaluated += len;
-            stats.node_evaluations += len as u64;
-        }
-        // The nodes that count as looked at: up to the want-th feasible one
-        // (a round may have evaluated more; their results are not used).
-        let processed = match scratch.feasible.last() {
-            Some(&last) if scratch.feasible.len() == want => (last + n - start) % n + 1,
-            _ => evaluated,
-        };
-        if want < n {
-            *next_start = (start + processed) % n;
-        }
-        report.evaluated_nodes = processed;
-        report.feasible_nodes = scratch.feasible.len();
-
-        if scratch.feasible.is_empty() {
-            let (message, wake_on) = unschedulable(profile, &scratch.results.verdicts);
-            let nominated = nominate(profile, ctx, state, info, nodes, &scratch.results.verdicts);
-            if *explain == ExplainLevel::All {
-                report.nodes = (0..processed)
-                    .map(|k| node_report(profile, nodes, scratch, &scorers, (start + k) % n))
-                    .collect();
-            }
-            return Err((message, wake_on, nominated));
-        }
-
-        if !sum_in_pass {
-            // Normalize over the feasible nodes, then weight and sum.
-            let mut column = Vec::with_capacity(scratch.feasible.len());
-            for (c, (scorer, _, _)) in scorers.iter().enumerate() {
-                if !scorer.normalizes() {
-                    continue;
-                }
-                column.clear();
-                column.extend(
-                    scratch.feasible.iter().map(|&pos| scratch.results.scores[pos * columns + c]),
-                );
-                scorer.normalize(ctx, state, info, &mut column);
-                for (&pos, &v) in scratch.feasible.iter().zip(&column) {
-                    scratch.results.scores[pos * columns + c] = v;
-                }
-            }
-            for &pos in &scratch.feasible {
-                scratch.results.totals[pos] =
-                    weighted_total(&scratch.results.scores[pos * columns..], &scorers);
-            }
-        }
-
-        let tie = |pos: usize| mix(tie_seed ^ nodes[pos].name_hash());
-        let best = scratch
-            .feasible
-            .iter()
-            .copied()
-            .max_by_key(|&pos| (scratch.results.totals[pos], tie(pos), pos))
-            .expect("at least one feasible node");
-        match *explain {
-            ExplainLevel::None => {}
-            ExplainLevel::All => {
-                report.nodes = (0..processed)
-                    .map(|k| node_report(profile, nodes, scratch, &scorers, (start + k) % n))
-                    .collect();
-            }
-            ExplainLevel::Top(k) => {
-                let mut top = scratch.feasible.clone();
-                top.sort_by(|&a, &b| {
-                    scratch.results.totals[b]
-                        .cmp(&scratch.results.totals[a])
-                        .then_with(|| tie(b).cmp(&tie(a)))
-                });
-                top.truncate(k);
-                report.nodes = top
-                    .into_iter()
-                    .map(|pos| node_report(profile, nodes, scratch, &scorers, pos))
-                    .collect();
-            }
-        }
-        let scores = plugin_scores(profile, &scorers, &scratch.results.scores[best * columns..]);
-        report.outcome = Outcome::Scheduled {
-            node: nodes[best].name().to_string(),
-            total: scratch.results.totals[best],
-            scores,
-        };
-        Ok(nodes[best].id())
+        search.in_rounds(scratch, want, next_start, *explain, stats, report)
     }
 
     /// Assume, Reserve, Permit, then PreBind and Bind.
-    /// `Ok(Some(deadline))` when a Permit plugin holds the pod (reserved)
-    /// until `deadline`.
     fn reserve_permit_bind(
         &mut self,
         profile: usize,
@@ -885,37 +572,26 @@ impl Scheduler {
         node: NodeId,
         state: &CycleState,
         now: Timestamp,
-    ) -> Result<Option<Timestamp>, Rejection> {
+    ) -> Result<Reserved, Rejection> {
         let ctx = CycleContext { now };
         let changes = self.cache.assume(info.clone(), node);
         self.dispatch(changes, now);
-        let reserve = self.profiles[profile].reserve.clone();
-        for (k, &i) in reserve.iter().enumerate() {
-            let Some(node_info) = self.cache.node(node) else { break };
-            let result = match self.profiles[profile].plugins[i].as_reserve() {
-                Some(plugin) => plugin.reserve(&ctx, state, info, node_info),
-                None => Ok(()),
-            };
-            if let Err(rejection) = result {
+        let profile_ref = &self.profiles[profile];
+        let node_info = live_node(&self.cache, node, info)?;
+        for (k, p) in profile_ref.reserve.iter().enumerate() {
+            if let Err(rejection) = p.plugin.reserve(&ctx, state, info, node_info) {
                 // Undo the plugins that reserved, then the assumption.
-                let profile_ref = &mut self.profiles[profile];
-                for &j in reserve[..=k].iter().rev() {
-                    if let Some(plugin) = profile_ref.plugins[j].as_reserve() {
-                        plugin.unreserve(&ctx, info, node_info);
-                    }
-                }
+                unreserve(profile_ref, k + 1, info, node_info, now);
                 let changes = self.cache.forget(info.key());
                 self.dispatch(changes, now);
                 return Err(rejection);
             }
         }
-        let node_info = self.cache.node(node).expect("assumed on a live node");
-        for &i in &self.profiles[profile].permit {
-            let plugin = self.profiles[profile].plugins[i].as_permit().expect("checked at build");
-            match plugin.permit(&ctx, state, info, node_info) {
+        for p in &profile_ref.permit {
+            match p.plugin.permit(&ctx, state, info, node_info) {
                 PermitOutcome::Allow => {}
                 PermitOutcome::Wait(timeout) => {
-                    return Ok(Some(now.checked_add(timeout).unwrap_or(now)));
+                    return Ok(Reserved::Waiting(now.checked_add(timeout).unwrap_or(now)));
                 }
                 PermitOutcome::Reject(rejection) => {
                     self.undo_reservation(profile, info, node, now);
@@ -923,10 +599,11 @@ impl Scheduler {
                 }
             }
         }
-        self.bind_pod(profile, info, node, state, now).map(|()| None)
+        self.bind_pod(profile, info, node, state, now).map(Reserved::Bound)
     }
 
-    /// PreBind and Bind: builds the bind request and hands it to the binder.
+    /// PreBind and Bind: builds the bind request and hands it to the
+    /// binder; returns a copy of it.
     fn bind_pod(
         &mut self,
         profile: usize,
@@ -934,11 +611,9 @@ impl Scheduler {
         node: NodeId,
         state: &CycleState,
         now: Timestamp,
-    ) -> Result<(), Rejection> {
+    ) -> Result<BindRequest, Rejection> {
         let ctx = CycleContext { now };
-        let Some(node_info) = self.cache.node(node) else {
-            return Err(Rejection::error(format!("node of pod {} disappeared", info.key())));
-        };
+        let node_info = live_node(&self.cache, node, info)?;
         let mut request = BindRequest {
             pod: info.key().to_string(),
             uid: info.view().uid().to_string(),
@@ -946,23 +621,20 @@ impl Scheduler {
             annotations: BTreeMap::new(),
         };
         let profile_ref = &self.profiles[profile];
-        let mut failed = None;
-        for &i in &profile_ref.pre_bind {
-            let plugin = profile_ref.plugins[i].as_pre_bind().expect("checked at build");
-            if let Err(rejection) = plugin.pre_bind(&ctx, state, info, node_info, &mut request) {
-                failed = Some(rejection);
-                break;
+        let pre_bound = profile_ref
+            .pre_bind
+            .iter()
+            .try_for_each(|p| p.plugin.pre_bind(&ctx, state, info, node_info, &mut request));
+        let failed = match pre_bound {
+            Err(rejection) => Some(rejection),
+            Ok(()) => {
+                let handled = profile_ref.bind.iter().any(|p| {
+                    p.plugin.bind(&ctx, state, info, node_info, &mut request)
+                        == BindOutcome::Handled
+                });
+                (!handled).then(|| Rejection::error("no Bind plugin took the pod"))
             }
-        }
-        if failed.is_none() {
-            let handled = profile_ref.bind.iter().any(|&i| {
-                let plugin = profile_ref.plugins[i].as_bind().expect("checked at build");
-                plugin.bind(&ctx, state, info, node_info, &mut request) == BindOutcome::Handled
-            });
-            if !handled {
-                failed = Some(Rejection::error("no Bind plugin took the pod"));
-            }
-        }
+        };
         if let Some(rejection) = failed {
             self.undo_reservation(profile, info, node, now);
             return Err(rejection);
@@ -970,206 +642,91 @@ impl Scheduler {
         self.stats.scheduled += 1;
         self.in_flight
             .insert(info.key().into(), InFlightBind { profile, node, info: info.clone() });
+        // The report keeps what PreBind wrote only when facts are gathered.
+        let copy = if self.facts { request.clone() } else { BindRequest::default() };
         self.binder.bind(BindCompletion::new(request, self.bind_tx.clone()));
-        Ok(())
+        Ok(copy)
     }
 }
 
-/// The best node of a chunk: (total, tie-break hash, position). Larger
-/// wins; the position settles even equal hashes, so the choice never
-/// depends on how nodes were split into chunks.
-type Best = Option<(i64, u64, usize)>;
+/// How Reserve and Permit ended for a pod that passed them.
+enum Reserved {
+    /// Bound (handed to the binder) with this request (its annotations
+    /// only when facts are gathered).
+    Bound(BindRequest),
+    /// Held by a Permit plugin until this deadline.
+    Waiting(Timestamp),
+}
 
-/// One chunk's share of the buffers: (chunk index, (((verdicts, scores),
-/// totals), nodes)), as rayon's zips hand it over.
-type ChunkWork<'a> =
-    (usize, (((&'a mut [NodeVerdict], &'a mut [i64]), &'a mut [i64]), &'a [NodeInfo]));
+/// The node a pod was assumed on, or an error if it went away since.
+fn live_node<'a>(cache: &'a Cache, node: NodeId, pod: &PodInfo) -> Result<&'a NodeInfo, Rejection> {
+    cache
+        .node(node)
+        .ok_or_else(|| Rejection::error(format!("node of pod {} disappeared", pod.key())))
+}
 
-/// Filters and scores a batch of nodes in parallel chunks. Returns the
-/// number of feasible nodes and, when `sum_in_pass`, the best one
-/// (positions relative to `nodes`).
-#[allow(clippy::too_many_arguments)]
-fn evaluate(
-    ctx: &CycleContext,
-    state: &CycleState,
-    pod: &PodInfo,
-    nodes: &[NodeInfo],
-    verdicts: &mut [NodeVerdict],
-    scores: &mut [i64],
-    totals: &mut [i64],
-    filters: &[(&dyn Filter, u16)],
-    scorers: &[(&dyn Score, i64, usize)],
-    columns: usize,
-    sum_in_pass: bool,
-    tie_seed: u64,
-) -> (usize, Best) {
-    let threads = rayon::current_num_threads().max(1);
-    let chunk = nodes.len().div_ceil(threads * 2).max(64);
-    let work = |(index, (((verdicts, scores), totals), nodes)): ChunkWork<'_>| {
-        verdicts.iter_mut().for_each(|v| *v = None);
-        for (filter, plugin) in filters {
-            filter.filter_nodes(ctx, state, pod, nodes, *plugin, verdicts);
-        }
-        for (c, (scorer, _, _)) in scorers.iter().enumerate() {
-            let mut sink = ScoreSink::new(&mut scores[c..], columns);
-            scorer.score_nodes(ctx, state, pod, nodes, verdicts, &mut sink);
-        }
-        let mut feasible = 0;
-        let mut best: Best = None;
-        for (i, verdict) in verdicts.iter().enumerate() {
-            if verdict.is_none() {
-                feasible += 1;
-                if sum_in_pass {
-                    let total = weighted_total(&scores[i * columns..], scorers);
-                    totals[i] = total;
-                    let candidate =
-                        (total, mix(tie_seed ^ nodes[i].name_hash()), index * chunk + i);
-                    if best.is_none_or(|b| candidate > b) {
-                        best = Some(candidate);
-                    }
-                }
+/// Unreserves a pod in the first `count` Reserve plugins, last first.
+fn unreserve(profile: &Profile, count: usize, info: &PodInfo, node: &NodeInfo, now: Timestamp) {
+    let ctx = CycleContext { now };
+    for p in profile.reserve[..count].iter().rev() {
+        p.plugin.unreserve(&ctx, info, node);
+    }
+}
+
+/// The cluster event a cache change is, for the plugins (`None` if it
+/// refers to something already gone).
+fn cluster_event<'a>(
+    cache: &'a Cache,
+    change: &'a CacheChange,
+    now: Timestamp,
+) -> Option<ClusterEvent<'a>> {
+    Some(match change {
+        CacheChange::NodeAdded(id) => ClusterEvent::NodeAdded(cache.node(*id)?),
+        CacheChange::NodeUpdated(id) => ClusterEvent::NodeUpdated(cache.node(*id)?),
+        CacheChange::NodeRemoved { id, name } => ClusterEvent::NodeRemoved { id: *id, name },
+        CacheChange::PodAdded { pod, node } => {
+            let cached = cache.pod(pod)?;
+            ClusterEvent::PodAdded {
+                pod: &cached.info,
+                node: cache.node(*node)?,
+                assumed: cached.assumed,
+                at: now,
             }
         }
-        (feasible, best)
-    };
-    if nodes.len() <= chunk {
-        work((0, (((verdicts, scores), totals), nodes)))
-    } else {
-        verdicts
-            .par_chunks_mut(chunk)
-            .zip(scores.par_chunks_mut(chunk * columns))
-            .zip(totals.par_chunks_mut(chunk))
-            .zip(nodes.par_chunks(chunk))
-            .enumerate()
-            .map(work)
-            .reduce(|| (0, None), |a, b| (a.0 + b.0, a.1.max(b.1)))
-    }
-}
-
-/// Why no node can take the pod: kube-scheduler's failure message and the
-/// events registered by the plugins that rejected it.
-fn unschedulable(profile: &Profile, verdicts: &[NodeVerdict]) -> (String, EventKinds) {
-    let message = failure_message(verdicts.len(), verdicts.iter().flatten().map(|r| &r.rejection));
-    let mut wake_on = EventKinds::NONE;
-    for r in verdicts.iter().flatten() {
-        wake_on |= profile.plugins[r.plugin as usize].events_to_register();
-    }
-    (message, wake_on)
-}
-
-/// The node the first PostFilter plugin that nominates one chose, if any.
-fn nominate(
-    profile: &Profile,
-    ctx: &CycleContext,
-    state: &CycleState,
-    info: &PodInfo,
-    nodes: &[NodeInfo],
-    verdicts: &[NodeVerdict],
-) -> Option<String> {
-    if profile.post_filter.is_empty() {
-        return None;
-    }
-    let rejected: Vec<(&NodeInfo, &Rejected)> = nodes
-        .iter()
-        .zip(verdicts)
-        .filter_map(|(node, v)| v.as_deref().map(|r| (node, r)))
-        .collect();
-    profile.post_filter.iter().find_map(|&i| {
-        let plugin = profile.plugins[i].as_post_filter().expect("checked at build");
-        match plugin.post_filter(ctx, state, info, &rejected) {
-            PostFilterOutcome::Nominate(node) => Some(node),
-            _ => None,
+        CacheChange::PodRemoved { pod, node } => ClusterEvent::PodRemoved { pod, node: *node },
+        CacheChange::NodeMetricUpdated(id) => {
+            let node = cache.node(*id)?;
+            ClusterEvent::NodeMetricUpdated { node, metric: cache.node_metric(node.name())? }
+        }
+        CacheChange::NodeMetricRemoved(id) => {
+            ClusterEvent::NodeMetricRemoved { node: cache.node(*id)? }
         }
     })
 }
 
-/// When the cached results for `node` go stale by time: the earliest of
-/// the profile's Filter and Score plugins' [`Plugin::valid_until`].
-/// Calls `f` with every profile's cluster-event handlers, in profile and
-/// plugin order.
-fn each_event_handler(profiles: &mut [Profile], mut f: impl FnMut(&mut dyn ClusterEventHandler)) {
-    for profile in profiles {
-        for &i in &profile.event_handlers {
-            if let Some(handler) = profile.plugins[i].as_event_handler() {
-                f(handler);
+/// Adds `event` and what every profile's plugins that give queueing hints
+/// and registered its kind say about it.
+fn add_hints(profiles: &[Profile], event: &ClusterEvent<'_>, wakeup: &mut Wakeup) {
+    let kind = event.kind();
+    wakeup.add_event(kind);
+    for (p, profile) in profiles.iter().enumerate() {
+        for (i, hints) in profile.hints.iter().enumerate() {
+            if let Some(hints) = hints
+                && profile.registered[i].intersects(kind)
+            {
+                let plugin = PluginKey { profile: p as u16, plugin: i as u16 };
+                wakeup.add_hint(plugin, hints.queueing_hint(event));
             }
         }
     }
 }
 
-fn valid_until(profile: &Profile, node: &NodeInfo, now: Timestamp) -> Option<Timestamp> {
-    profile.filter_and_score.iter().filter_map(|&i| profile.plugins[i].valid_until(node, now)).min()
-}
-
-/// The number of feasible nodes and the best one, by the same order as
-/// [`evaluate`]: (total, tie-break hash, position).
-fn best_of(
-    name_hashes: &[u64],
-    verdicts: &[NodeVerdict],
-    totals: &[i64],
-    tie_seed: u64,
-) -> (usize, Best) {
-    let mut feasible = 0;
-    let mut top = i64::MIN;
-    for (verdict, &total) in verdicts.iter().zip(totals) {
-        if verdict.is_none() {
-            feasible += 1;
-            top = top.max(total);
+/// Calls `f` with every profile's cluster-event handlers, in profile and
+/// plugin order.
+fn each_event_handler(profiles: &[Profile], mut f: impl FnMut(&dyn ClusterEventHandler)) {
+    for profile in profiles {
+        for handler in &profile.event_handlers {
+            f(&**handler);
         }
     }
-    // The hash is computed only for the nodes tied at the top.
-    let best = (0..name_hashes.len())
-        .filter(|&i| verdicts[i].is_none() && totals[i] == top)
-        .map(|i| (top, mix(tie_seed ^ name_hashes[i]), i))
-        .max();
-    (feasible, best)
-}
-
-/// Σ weight × score over a node's columns (clamped to 0..=100 first, as
-/// kube-scheduler refuses scores outside it).
-fn weighted_total(row: &[i64], scorers: &[(&dyn Score, i64, usize)]) -> i64 {
-    scorers.iter().enumerate().map(|(c, (_, w, _))| row[c].clamp(0, 100) * w).sum()
-}
-
-/// A node's per-plugin scores, by plugin name.
-fn plugin_scores(
-    profile: &Profile,
-    scorers: &[(&dyn Score, i64, usize)],
-    row: &[i64],
-) -> BTreeMap<&'static str, i64> {
-    scorers.iter().enumerate().map(|(c, (_, _, i))| (profile.plugin_name(*i), row[c])).collect()
-}
-
-/// What the cycle knows about the node at `pos`.
-fn node_report(
-    profile: &Profile,
-    nodes: &[NodeInfo],
-    scratch: &Scratch,
-    scorers: &[(&dyn Score, i64, usize)],
-    pos: usize,
-) -> NodeReport {
-    let columns = scorers.len().max(1);
-    let verdict = scratch.results.verdicts[pos].as_ref();
-    let feasible = verdict.is_none();
-    NodeReport {
-        node: nodes[pos].name().to_string(),
-        feasible,
-        reasons: verdict.map(|r| r.rejection.to_string()).into_iter().collect(),
-        rejected_by: verdict.map(|r| profile.plugin_name(r.plugin as usize)),
-        scores: if feasible {
-            plugin_scores(profile, scorers, &scratch.results.scores[pos * columns..])
-        } else {
-            BTreeMap::new()
-        },
-        total: feasible.then(|| scratch.results.totals[pos]),
-    }
-}
-
-/// SplitMix64's finalizer: spreads a hash over all bits.
-fn mix(mut x: u64) -> u64 {
-    x ^= x >> 30;
-    x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x ^= x >> 27;
-    x = x.wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
 }

@@ -7,6 +7,7 @@ use kolo_core::clock::Timestamp;
 use kolo_core::resources::ResourceName;
 use kolo_scheduler::binder::{BindCompletion, Binder, InMemoryBinder};
 use kolo_scheduler::config::SchedulerConfig;
+use kolo_scheduler::framework::Code;
 use kolo_scheduler::plugins::{DEFAULT_PLUGINS, registry};
 use kolo_scheduler::scheduler::{ExplainLevel, Outcome, Scheduler};
 use proptest::prelude::*;
@@ -37,6 +38,14 @@ fn scheduler(binder: Arc<dyn Binder>, config: &str) -> Scheduler {
 fn node_of(outcome: &Outcome) -> Option<&str> {
     match outcome {
         Outcome::Scheduled { node, .. } => Some(node),
+        _ => None,
+    }
+}
+
+/// The failure message of an unschedulable pod.
+fn unschedulable(outcome: &Outcome) -> Option<&str> {
+    match outcome {
+        Outcome::Unschedulable { message, .. } => Some(message),
         _ => None,
     }
 }
@@ -84,12 +93,28 @@ fn explains_why_a_pod_fits_nowhere_and_retries_when_a_node_arrives() {
     .unwrap();
     s.apply_pod(pod("big", "4", "1Gi"), t(0)).unwrap();
     let report = s.schedule_next(t(0)).unwrap();
+    let Outcome::Unschedulable { message, nominated, rejections } = &report.outcome else {
+        panic!("{report:?}");
+    };
     assert_eq!(
-        report.outcome,
-        Outcome::Unschedulable {
-            message: "0/3 nodes are available: 2 Insufficient cpu, 1 node(s) had untolerated taint {dedicated: gpu}.".into(),
-            nominated: None,
-        }
+        message,
+        "0/3 nodes are available: 2 Insufficient cpu, 1 node(s) had untolerated taint {dedicated: gpu}."
+    );
+    assert_eq!(nominated, &None);
+    // The same counts as data, with each rejection's status code.
+    let rows: Vec<_> =
+        rejections.iter().map(|r| (r.plugin, r.reason.as_ref(), r.code, r.nodes)).collect();
+    assert_eq!(
+        rows,
+        [
+            ("NodeResourcesFit", "Insufficient cpu", Code::Unschedulable, 2),
+            (
+                "TaintToleration",
+                "node(s) had untolerated taint {dedicated: gpu}",
+                Code::UnschedulableAndUnresolvable,
+                1
+            ),
+        ]
     );
     assert_eq!(s.queue().counts(), (0, 0, 1, 0));
     // Nothing changed: nothing to retry.
@@ -476,11 +501,8 @@ fn hot_nodes_are_filtered_by_load() {
     s.apply_pod(pod("q", "100m", "100Mi"), t(10)).unwrap();
     let report = s.schedule_next(t(10)).unwrap();
     assert_eq!(
-        report.outcome,
-        Outcome::Unschedulable {
-            message: "0/1 nodes are available: 1 node(s) cpu usage exceed threshold.".into(),
-            nominated: None
-        }
+        unschedulable(&report.outcome),
+        Some("0/1 nodes are available: 1 node(s) cpu usage exceed threshold.")
     );
     // The metric expires after 180 s: an expired metric rejects the node
     // too (filterExpiredNodeMetrics, the default).
@@ -500,8 +522,8 @@ impl kolo_scheduler::framework::Plugin for HoldAll {
     fn name(&self) -> &'static str {
         "HoldAll"
     }
-    fn as_permit(&self) -> Option<&dyn kolo_scheduler::framework::Permit> {
-        Some(self)
+    fn extension_points(self: Arc<Self>) -> kolo_scheduler::framework::ExtensionPoints {
+        kolo_scheduler::framework::ExtensionPoints::of(self).permit().into()
     }
 }
 
@@ -520,7 +542,7 @@ impl kolo_scheduler::framework::Permit for HoldAll {
 #[test]
 fn a_pod_held_at_permit_keeps_its_cycle_state_for_prebind() {
     let mut registry = registry();
-    registry.register("HoldAll", |_| Ok(Box::new(HoldAll)));
+    registry.register("HoldAll", |_| Ok(Arc::new(HoldAll)));
     let config = SchedulerConfig::from_yaml(
         "profiles:\n- plugins:\n    permit:\n      enabled: [{name: HoldAll}]\n",
     )
@@ -556,11 +578,8 @@ fn load_aware_counts_pods_assumed_since_the_last_report() {
     // The assumed first pod counts: 4800 + 2 × 425 = 5650 → 71% > 65%.
     let report = s.schedule_next(t(10)).unwrap();
     assert_eq!(
-        report.outcome,
-        Outcome::Unschedulable {
-            message: "0/1 nodes are available: 1 node(s) cpu usage exceed threshold.".into(),
-            nominated: None
-        }
+        unschedulable(&report.outcome),
+        Some("0/1 nodes are available: 1 node(s) cpu usage exceed threshold.")
     );
 }
 
@@ -606,5 +625,44 @@ proptest! {
         let a: Vec<_> = one.run_until_idle(now).into_iter().map(|r| r.outcome).collect();
         let b: Vec<_> = batch.run_until_idle(now).into_iter().map(|r| r.outcome).collect();
         prop_assert_eq!(a, b);
+    }
+}
+
+/// Queueing hints: LoadAwareScheduling's rejections are per node, so a
+/// NodeMetric update wakes only the pods it rejected on that node, whether
+/// the report comes alone or in a round.
+#[test]
+fn a_node_metric_update_wakes_only_pods_load_aware_rejected_on_that_node() {
+    const TAINT: &str = "spec: {taints: [{key: dedicated, value: x, effect: NoSchedule}]}";
+    // (case, node a's extra spec, a's cpu use, node whose metric is updated,
+    // whether the pod leaves the unschedulable pods)
+    let cases = [
+        ("LoadAware rejected it on b only; a's metric changes", TAINT, 1000, "a", false),
+        ("LoadAware rejected it on b only; b's metric changes", TAINT, 1000, "b", true),
+        ("LoadAware rejected it on a and b; a's metric changes", "", 7000, "a", true),
+    ];
+    for (what, a_spec, a_cpu, updated, wakes) in cases {
+        for batch in [false, true] {
+            let mut s = scheduler(Arc::new(InMemoryBinder::new()), "{}");
+            s.apply_node(node("a", "8", "32Gi", a_spec), t(0)).unwrap();
+            s.apply_node(node("b", "8", "32Gi", ""), t(0)).unwrap();
+            s.apply_node_metric(metric("a", a_cpu, 4, t(0)), t(0));
+            s.apply_node_metric(metric("b", 7000, 4, t(0)), t(0));
+            s.apply_pod(pod("p", "100m", "100Mi"), t(0)).unwrap();
+            let report = s.schedule_next(t(0)).unwrap();
+            assert_eq!(node_of(&report.outcome), None, "{what}: {report:?}");
+            assert_eq!(s.queue().counts().2, 1, "{what}: unschedulable");
+            // The new report is as hot as the old one: the hint says only
+            // that it may help, not that it does.
+            let update = metric(updated, 7000, 4, t(20));
+            if batch {
+                let reports = [kolo_core::usage_report::NodeUsageReport::read(&update)];
+                s.apply_usage_reports(reports, t(20));
+            } else {
+                s.apply_node_metric(update, t(20));
+            }
+            let still_waiting = s.queue().counts().2 == 1;
+            assert_eq!(!still_waiting, wakes, "{what} (batch: {batch})");
+        }
     }
 }

@@ -17,7 +17,8 @@ use kolo_core::clock::Timestamp;
 use kolo_core::snapshot::Snapshot;
 use kolo_scheduler::binder::InMemoryBinder;
 use kolo_scheduler::config::{ConfigError, SchedulerConfig};
-use kolo_scheduler::framework::PodInfo;
+use kolo_scheduler::explain::RejectionCount;
+use kolo_scheduler::framework::{Facts, PodInfo};
 use kolo_scheduler::plugins::{DEFAULT_PLUGINS, registry};
 use kolo_scheduler::scheduler::{
     ApplyError, CycleReport, ExplainLevel, NodeReport, Outcome, Scheduler,
@@ -115,7 +116,7 @@ pub struct Report {
     pub summary: Summary,
 }
 
-/// Where one pod went.
+/// Where one pod went: its cycle's report, flattened for reading.
 #[derive(Debug, Serialize, PartialEq)]
 pub struct PodResult {
     /// `namespace/name`.
@@ -129,25 +130,20 @@ pub struct PodResult {
     pub total: Option<i64>,
     /// The chosen node's per-plugin scores (normalized, before weights).
     pub scores: BTreeMap<&'static str, i64>,
+    /// For an unschedulable pod, the rejections `message` counts: per
+    /// plugin, reason and status code, on how many nodes.
+    pub rejections: Vec<RejectionCount>,
+    /// The annotations PreBind wrote for the bind (the cpuset as
+    /// `scheduling.koordinator.sh/resource-status`).
+    pub annotations: BTreeMap<String, String>,
+    /// Per plugin, its facts about the pod: LoadAwareScheduling's estimate,
+    /// NodeNUMAResource's allocation (the data of the annotation).
+    pub facts: BTreeMap<&'static str, Facts>,
+    /// Per plugin, its facts about the chosen node before the pod was
+    /// placed: LoadAwareScheduling's usage, allocatable and thresholds.
+    pub node_facts: BTreeMap<&'static str, Facts>,
     /// Per-node details with `--explain` / `--explain-all`; empty otherwise.
-    pub nodes: Vec<NodeResult>,
-}
-
-/// One node as a pod's cycle saw it.
-#[derive(Debug, Serialize, PartialEq)]
-pub struct NodeResult {
-    /// The node.
-    pub node: String,
-    /// Whether it passed every filter.
-    pub feasible: bool,
-    /// Why not (empty when feasible).
-    pub reasons: Vec<String>,
-    /// The filter plugin that rejected it.
-    pub rejected_by: Option<&'static str>,
-    /// Per-plugin scores, feasible nodes only.
-    pub scores: BTreeMap<&'static str, i64>,
-    /// Weighted total, feasible nodes only.
-    pub total: Option<i64>,
+    pub nodes: Vec<NodeReport>,
 }
 
 /// Counts over the run.
@@ -226,6 +222,7 @@ pub fn schedule(
         Scheduler::new(config, &registry(), DEFAULT_PLUGINS, Arc::new(InMemoryBinder::new()))
             .map_err(|source| ScheduleError::Config { path: config_path(), source })?;
     scheduler.set_explain(options.explain);
+    scheduler.set_facts(true);
     let first_profile = scheduler.profiles()[0].scheduler_name().to_string();
 
     let nodes = snapshot.nodes.len();
@@ -287,14 +284,17 @@ pub fn schedule(
 }
 
 fn pod_result(report: CycleReport) -> PodResult {
-    let nodes = report.nodes.into_iter().map(node_result).collect();
     let mut result = PodResult {
         pod: report.pod,
         node: None,
         message: None,
         total: None,
         scores: BTreeMap::new(),
-        nodes,
+        rejections: Vec::new(),
+        annotations: report.annotations,
+        facts: report.facts,
+        node_facts: report.node_facts,
+        nodes: report.nodes,
     };
     match report.outcome {
         Outcome::Scheduled { node, total, scores } => {
@@ -308,26 +308,16 @@ fn pod_result(report: CycleReport) -> PodResult {
             result.message = Some(format!("reserved on {node}, waiting for a Permit plugin"));
             result.node = Some(node);
         }
-        Outcome::Unschedulable { message, nominated } => {
+        Outcome::Unschedulable { message, nominated, rejections } => {
             result.message = Some(match nominated {
                 Some(node) => format!("{message} (nominated node: {node})"),
                 None => message,
             });
+            result.rejections = rejections;
         }
         Outcome::Failed { message } => result.message = Some(format!("error: {message}")),
     }
     result
-}
-
-fn node_result(report: NodeReport) -> NodeResult {
-    NodeResult {
-        node: report.node,
-        feasible: report.feasible,
-        reasons: report.reasons,
-        rejected_by: report.rejected_by,
-        scores: report.scores,
-        total: report.total,
-    }
 }
 
 /// `A=1 B=2`.
@@ -385,7 +375,7 @@ pub fn write_table(run: &Run, out: &mut impl Write) -> std::io::Result<()> {
 }
 
 /// The explain section under a pod: one line per node.
-fn write_nodes(nodes: &[NodeResult], out: &mut impl Write) -> std::io::Result<()> {
+fn write_nodes(nodes: &[NodeReport], out: &mut impl Write) -> std::io::Result<()> {
     let width = nodes.iter().map(|n| n.node.len()).max().unwrap_or(0);
     for node in nodes {
         let name = &node.node;
@@ -417,6 +407,7 @@ pub fn explain_level(top: Option<usize>, all: bool) -> ExplainLevel {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kolo_scheduler::framework::Code;
 
     fn at(text: &str) -> Timestamp {
         text.parse().unwrap()
@@ -486,6 +477,7 @@ mod tests {
                 Outcome::Unschedulable {
                     message: "0/1 nodes are available: x.".into(),
                     nominated: None,
+                    rejections: Vec::new(),
                 },
                 (None, Some("0/1 nodes are available: x."), None, BTreeMap::new()),
             ),
@@ -493,6 +485,7 @@ mod tests {
                 Outcome::Unschedulable {
                     message: "0/1 nodes are available: x.".into(),
                     nominated: Some("n3".into()),
+                    rejections: Vec::new(),
                 },
                 (
                     None,
@@ -507,13 +500,7 @@ mod tests {
             ),
         ];
         for (outcome, (node, message, total, scores)) in cases {
-            let report = CycleReport {
-                pod: "ns/p".into(),
-                outcome: outcome.clone(),
-                evaluated_nodes: 1,
-                feasible_nodes: 1,
-                nodes: Vec::new(),
-            };
+            let report = CycleReport::new("ns/p".into(), outcome.clone());
             let got = pod_result(report);
             assert_eq!(got.node.as_deref(), node, "{outcome:?}");
             assert_eq!(got.message.as_deref(), message, "{outcome:?}");
@@ -533,22 +520,30 @@ mod tests {
                         message: None,
                         total: Some(191),
                         scores: BTreeMap::from([("A", 74), ("B", 81)]),
+                        rejections: vec![],
+                        annotations: BTreeMap::new(),
+                        facts: BTreeMap::new(),
+                        node_facts: BTreeMap::new(),
                         nodes: vec![
-                            NodeResult {
+                            NodeReport {
                                 node: "n1".into(),
                                 feasible: true,
                                 reasons: vec![],
                                 rejected_by: None,
+                                code: None,
                                 scores: BTreeMap::from([("A", 74), ("B", 81)]),
                                 total: Some(191),
+                                facts: BTreeMap::new(),
                             },
-                            NodeResult {
+                            NodeReport {
                                 node: "node-22".into(),
                                 feasible: false,
                                 reasons: vec!["Insufficient cpu".into()],
                                 rejected_by: Some("NodeResourcesFit"),
+                                code: Some(Code::Unschedulable),
                                 scores: BTreeMap::new(),
                                 total: None,
+                                facts: BTreeMap::new(),
                             },
                         ],
                     },
@@ -558,6 +553,10 @@ mod tests {
                         message: Some("0/2 nodes are available: 2 Insufficient cpu.".into()),
                         total: None,
                         scores: BTreeMap::new(),
+                        rejections: vec![],
+                        annotations: BTreeMap::new(),
+                        facts: BTreeMap::new(),
+                        node_facts: BTreeMap::new(),
                         nodes: vec![],
                     },
                 ],

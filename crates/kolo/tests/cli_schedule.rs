@@ -578,3 +578,134 @@ fn table_is_an_alias_of_text() {
     };
     assert_eq!(body(&table), body(&text));
 }
+
+#[test]
+fn json_gives_the_load_estimates_load_aware_used() {
+    let report = schedule_json(&["--explain-all"]);
+    // web-1: limit 4 cores / 4Gi, estimated at 85% cpu and 70% memory.
+    let web1 = pod(&report, "shop/web-1");
+    assert_eq!(
+        web1["facts"]["LoadAwareScheduling"],
+        json!({"estimated_usage": {"cpu": 3400, "memory": 3006477107_i64}, "prod": true})
+    );
+    // node-a as Filter judged it: 6 cores reported, + 3.4 = 9.4 of 32
+    // cores (29%) against the 65% threshold.
+    let node_a = &web1["node_facts"]["LoadAwareScheduling"];
+    assert_eq!(node_a["usage"]["cpu"], 6000, "{node_a}");
+    assert_eq!(node_a["allocatable"]["cpu"], 32000);
+    assert_eq!(node_a["thresholds"], json!({"cpu": 65, "memory": 95}));
+    assert_eq!(node_a["threshold_kind"], "usage");
+    assert_eq!(node_a["usage_percent_with_pod"]["cpu"], 29);
+    assert_eq!((&node_a["has_metric"], &node_a["metric_expired"]), (&json!(true), &json!(false)));
+    // web-2 finds web-1's estimate counted on node-a: 9.4 + 3.4 = 12.8
+    // cores (40%).
+    let node_a = &pod(&report, "shop/web-2")["node_facts"]["LoadAwareScheduling"];
+    assert_eq!(node_a["usage"]["cpu"], 9400, "{node_a}");
+    assert_eq!(node_a["usage_percent_with_pod"]["cpu"], 40);
+    // The explained nodes carry the same facts: node-b is over the
+    // threshold for trainer-0, node-d's report is five minutes old.
+    let trainer = pod(&report, "ml/trainer-0");
+    let facts = |node: &str| -> &Value {
+        let nodes = trainer["nodes"].as_array().unwrap();
+        &nodes.iter().find(|n| n["node"] == node).unwrap()["facts"]["LoadAwareScheduling"]
+    };
+    assert_eq!(facts("node-b")["usage_percent_with_pod"]["cpu"], 83);
+    assert_eq!(facts("node-d")["metric_expired"], true);
+    assert_eq!(facts("node-d")["metric_update_time"], "2026-11-22T03:55:00Z");
+}
+
+#[test]
+fn json_gives_the_status_code_of_each_rejection() {
+    let report = schedule_json(&["--explain-all"]);
+    let huge = pod(&report, "ml/huge");
+    assert_eq!(
+        huge["rejections"],
+        json!([
+            {"plugin": "NodeResourcesFit", "reason": "Insufficient cpu", "code": "Unschedulable", "nodes": 3},
+            {"plugin": "TaintToleration", "reason": "node(s) had untolerated taint {dedicated: gpu}",
+             "code": "UnschedulableAndUnresolvable", "nodes": 1},
+        ])
+    );
+    // Per node: the code of the rejection that node got; none if feasible.
+    let codes: Vec<(&str, &Value)> = pod(&report, "ml/trainer-0")["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| (n["node"].as_str().unwrap(), &n["code"]))
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            ("node-a", &Value::Null),
+            ("node-b", &json!("Unschedulable")),
+            ("node-c", &Value::Null),
+            ("node-d", &json!("Unschedulable")),
+        ]
+    );
+    let web1_c = &pod(&report, "shop/web-1")["nodes"][2];
+    assert_eq!(
+        (&web1_c["node"], &web1_c["code"]),
+        (&json!("node-c"), &json!("UnschedulableAndUnresolvable"))
+    );
+    assert_eq!(pod(&report, "shop/web-1")["rejections"], json!([]), "placed: nothing to count");
+}
+
+/// A node with 16 CPUs (8 cores of 2 threads, NUMA nodes of 8 CPUs) and
+/// two LSR pods of 4 CPUs each.
+const NUMA_SNAPSHOT: &str = r#"
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Node
+  metadata:
+    name: numa-1
+    annotations:
+      node.koordinator.sh/cpu-topology: '{"detail":[{"id":0,"core":0,"socket":0,"node":0},{"id":1,"core":0,"socket":0,"node":0},{"id":2,"core":1,"socket":0,"node":0},{"id":3,"core":1,"socket":0,"node":0},{"id":4,"core":2,"socket":0,"node":0},{"id":5,"core":2,"socket":0,"node":0},{"id":6,"core":3,"socket":0,"node":0},{"id":7,"core":3,"socket":0,"node":0},{"id":8,"core":4,"socket":0,"node":1},{"id":9,"core":4,"socket":0,"node":1},{"id":10,"core":5,"socket":0,"node":1},{"id":11,"core":5,"socket":0,"node":1},{"id":12,"core":6,"socket":0,"node":1},{"id":13,"core":6,"socket":0,"node":1},{"id":14,"core":7,"socket":0,"node":1},{"id":15,"core":7,"socket":0,"node":1}]}'
+  status:
+    allocatable: {cpu: "16", memory: 64Gi, pods: "110"}
+    capacity: {cpu: "16", memory: 64Gi, pods: "110"}
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: db-0, namespace: ns, creationTimestamp: "2026-11-22T03:00:00Z", labels: {koordinator.sh/qosClass: LSR}}
+  spec:
+    schedulerName: kolo-scheduler
+    containers:
+    - name: c
+      resources: {requests: {cpu: "4", memory: 1Gi}, limits: {cpu: "4", memory: 1Gi}}
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: db-1, namespace: ns, creationTimestamp: "2026-11-22T03:01:00Z", labels: {koordinator.sh/qosClass: LSR}}
+  spec:
+    schedulerName: kolo-scheduler
+    containers:
+    - name: c
+      resources: {requests: {cpu: "4", memory: 1Gi}, limits: {cpu: "4", memory: 1Gi}}
+"#;
+
+#[test]
+fn json_gives_the_cpuset_prebind_writes_as_data() {
+    let report = json(&kolo(
+        &["schedule", "-o", "json", "--now", "2026-11-22T04:00:00Z", "--snapshot", "-"],
+        Some(NUMA_SNAPSHOT),
+    ));
+    // FullPCPUs, the default: two whole cores each; LeastAllocated puts the
+    // second pod on the other NUMA node.
+    for (name, cpuset, cpus) in
+        [("ns/db-0", "0-3", [0, 1, 2, 3]), ("ns/db-1", "8-11", [8, 9, 10, 11])]
+    {
+        let p = pod(&report, name);
+        assert_eq!(p["node"], "numa-1", "{p}");
+        let numa = &p["facts"]["NodeNUMAResource"];
+        assert_eq!(numa["cpuset"], cpuset, "{p}");
+        assert_eq!(numa["cpus"], json!(cpus), "{p}");
+        assert_eq!(numa["cpu_bind_policy"], "FullPCPUs", "{p}");
+        assert_eq!(numa["cpu_exclusive_policy"], "None", "{p}");
+        // The annotation PreBind wrote says the same.
+        let status: Value = serde_json::from_str(
+            p["annotations"]["scheduling.koordinator.sh/resource-status"].as_str().unwrap(),
+        )
+        .unwrap();
+        assert_eq!(status["cpuset"], cpuset, "{p}");
+    }
+}

@@ -72,6 +72,19 @@ impl ClusterEvent<'_> {
             }
         }
     }
+
+    /// The node the event is about (every event is about one).
+    pub fn node_id(&self) -> NodeId {
+        match self {
+            ClusterEvent::NodeAdded(node)
+            | ClusterEvent::NodeUpdated(node)
+            | ClusterEvent::NodeMetricUpdated { node, .. }
+            | ClusterEvent::NodeMetricRemoved { node } => node.id(),
+            ClusterEvent::PodAdded { node, .. } => node.id(),
+            ClusterEvent::NodeRemoved { id, .. } => *id,
+            ClusterEvent::PodRemoved { node, .. } => *node,
+        }
+    }
 }
 
 /// A set of event kinds: what may make a pod a plugin rejected schedulable

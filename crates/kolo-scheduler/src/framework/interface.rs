@@ -20,7 +20,9 @@ use std::time::Duration;
 use kolo_core::clock::Timestamp;
 use kolo_core::usage_report::NodeUsageReport;
 
-use super::{ClusterEvent, CycleState, EventKinds, NodeInfo, PodInfo, Rejection, Verdict};
+use super::{
+    ClusterEvent, CycleState, EventKinds, ExtensionPoints, NodeInfo, PodInfo, Rejection, Verdict,
+};
 use crate::binder::BindRequest;
 
 /// What every extension point gets besides the pod: the time of the cycle.
@@ -30,60 +32,22 @@ pub struct CycleContext {
     pub now: Timestamp,
 }
 
-/// A plugin: a name and the extension points it implements.
+/// A plugin: a name, the extension points it implements, and what the
+/// framework needs to know about its results.
 ///
-/// Each `as_*` method returns the plugin as that extension point's trait, or
-/// `None` (the default) when it does not implement it. Extension points that
-/// change the plugin's own state (Reserve, cluster events) take `&mut self`;
-/// the rest run concurrently across nodes and take `&self`.
+/// Every extension point takes `&self`: Filter and Score run concurrently
+/// across nodes, and one instance serves all the points it implements, so
+/// a plugin whose own state changes (at Reserve, on cluster events) keeps
+/// that state behind a lock.
 pub trait Plugin: Send + Sync {
     /// The name it is registered and configured under.
     fn name(&self) -> &'static str;
 
-    /// As a QueueSort plugin.
-    fn as_queue_sort(&self) -> Option<&dyn QueueSort> {
-        None
-    }
-    /// As a PreFilter plugin.
-    fn as_pre_filter(&self) -> Option<&dyn PreFilter> {
-        None
-    }
-    /// As a Filter plugin.
-    fn as_filter(&self) -> Option<&dyn Filter> {
-        None
-    }
-    /// As a PostFilter plugin.
-    fn as_post_filter(&self) -> Option<&dyn PostFilter> {
-        None
-    }
-    /// As a PreScore plugin.
-    fn as_pre_score(&self) -> Option<&dyn PreScore> {
-        None
-    }
-    /// As a Score plugin.
-    fn as_score(&self) -> Option<&dyn Score> {
-        None
-    }
-    /// As a Reserve plugin.
-    fn as_reserve(&mut self) -> Option<&mut dyn Reserve> {
-        None
-    }
-    /// As a Permit plugin.
-    fn as_permit(&self) -> Option<&dyn Permit> {
-        None
-    }
-    /// As a PreBind plugin.
-    fn as_pre_bind(&self) -> Option<&dyn PreBind> {
-        None
-    }
-    /// As a Bind plugin.
-    fn as_bind(&self) -> Option<&dyn Bind> {
-        None
-    }
-    /// As a handler of cluster changes (for plugins with per-node state).
-    fn as_event_handler(&mut self) -> Option<&mut dyn ClusterEventHandler> {
-        None
-    }
+    /// The extension points it implements, as typed handles to itself:
+    /// `ExtensionPoints::of(self).pre_filter().filter().score().into()`.
+    /// Called once, when a profile is built.
+    fn extension_points(self: Arc<Self>) -> ExtensionPoints;
+
     /// Whether this plugin's Filter and Score results for a node may be
     /// reused for a pod with the same signature (see
     /// [`crate::equivalence`]) while the node's generation is unchanged.
@@ -113,14 +77,16 @@ pub trait Plugin: Send + Sync {
 
     /// The changes that may make a pod this plugin rejected schedulable: a
     /// pod it rejected waits until one happens (or until its retry period
-    /// ends). All kinds by default.
+    /// ends). All kinds by default. A plugin that also gives
+    /// [`QueueingHints`](super::QueueingHints) is asked about each such
+    /// event.
     fn events_to_register(&self) -> EventKinds {
         EventKinds::ALL
     }
 }
 
 /// The order of the scheduling queue.
-pub trait QueueSort {
+pub trait QueueSort: Send + Sync {
     /// The pod's place in the queue: smaller keys are scheduled first (pods
     /// with equal keys in arrival order).
     fn sort_key(&self, pod: &PodInfo) -> QueueKey;
@@ -143,7 +109,7 @@ pub enum PreFilterOutcome {
 
 /// Checks a pod once per cycle, before any node, and prepares state for
 /// Filter.
-pub trait PreFilter {
+pub trait PreFilter: Send + Sync {
     /// Looks at the pod; may write state for Filter.
     fn pre_filter(
         &self,
@@ -167,7 +133,7 @@ pub struct Rejected {
 pub type NodeVerdict = Option<Box<Rejected>>;
 
 /// Decides whether a pod may run on a node.
-pub trait Filter: Sync {
+pub trait Filter: Send + Sync {
     /// The verdict for one node.
     fn filter(
         &self,
@@ -238,7 +204,7 @@ pub enum PostFilterOutcome {
 }
 
 /// Runs when Filter left no feasible node (kube-scheduler's preemption hook).
-pub trait PostFilter {
+pub trait PostFilter: Send + Sync {
     /// Reacts to a pod that fits nowhere; `rejections` lists each node's
     /// verdict.
     fn post_filter(
@@ -260,7 +226,7 @@ pub enum PreScoreOutcome {
 }
 
 /// Prepares scoring state for a pod, once per cycle.
-pub trait PreScore {
+pub trait PreScore: Send + Sync {
     /// Looks at the pod; may write state for Score.
     fn pre_score(
         &self,
@@ -291,7 +257,7 @@ impl<'a> ScoreSink<'a> {
 
 /// Ranks the feasible nodes for a pod: 0 ([`MIN_NODE_SCORE`]) to 100
 /// ([`MAX_NODE_SCORE`]), higher is better.
-pub trait Score: Sync {
+pub trait Score: Send + Sync {
     /// The score of one feasible node.
     fn score(&self, ctx: &CycleContext, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> i64;
 
@@ -354,11 +320,11 @@ pub fn default_normalize(max_priority: i64, reverse: bool, scores: &mut [i64]) {
 
 /// Claims what a pod needs on its chosen node before binding, so the next
 /// cycle sees it used.
-pub trait Reserve {
+pub trait Reserve: Send + Sync {
     /// Claims resources for `pod` on `node`. A rejection undoes the reserve
     /// of every plugin (in reverse order) and fails the cycle.
     fn reserve(
-        &mut self,
+        &self,
         ctx: &CycleContext,
         state: &CycleState,
         pod: &PodInfo,
@@ -369,7 +335,7 @@ pub trait Reserve {
     /// extension point failed, or after binding failed (possibly many cycles
     /// later, so it must work from the pod and node alone). Must tolerate
     /// being called for a pod it never reserved.
-    fn unreserve(&mut self, ctx: &CycleContext, pod: &PodInfo, node: &NodeInfo);
+    fn unreserve(&self, ctx: &CycleContext, pod: &PodInfo, node: &NodeInfo);
 }
 
 /// What a Permit plugin decided.
@@ -385,7 +351,7 @@ pub enum PermitOutcome {
 }
 
 /// The last gate before binding.
-pub trait Permit {
+pub trait Permit: Send + Sync {
     /// Allows, delays or rejects binding `pod` to `node`.
     fn permit(
         &self,
@@ -398,7 +364,7 @@ pub trait Permit {
 
 /// Adds to the bind request what must be written before the pod is bound
 /// (e.g. the cpuset chosen, as an annotation).
-pub trait PreBind {
+pub trait PreBind: Send + Sync {
     /// Adds patches to `request`; a rejection unreserves the pod.
     fn pre_bind(
         &self,
@@ -420,7 +386,7 @@ pub enum BindOutcome {
 }
 
 /// Decides how a pod is bound.
-pub trait Bind {
+pub trait Bind: Send + Sync {
     /// Takes the pod (possibly adjusting the request) or skips it.
     fn bind(
         &self,
@@ -433,16 +399,16 @@ pub trait Bind {
 }
 
 /// Keeps a plugin's own per-node state in step with the cluster.
-pub trait ClusterEventHandler {
+pub trait ClusterEventHandler: Send + Sync {
     /// Applies one change (after the scheduler cache applied it).
-    fn on_event(&mut self, event: &ClusterEvent<'_>);
+    fn on_event(&self, event: &ClusterEvent<'_>);
 
     /// Applies a round of NodeMetric updates at once (the cache applied
     /// them all first), in order; a node may appear more than once and its
     /// last update counts. The default delivers them one by one through
     /// [`on_event`](Self::on_event); a handler whose per-node state is
     /// independent may apply them in parallel.
-    fn on_node_metrics(&mut self, updates: &[(&NodeInfo, &Arc<NodeUsageReport>)]) {
+    fn on_node_metrics(&self, updates: &[(&NodeInfo, &Arc<NodeUsageReport>)]) {
         for &(node, metric) in updates {
             self.on_event(&ClusterEvent::NodeMetricUpdated { node, metric });
         }

@@ -6,8 +6,9 @@ use std::fmt;
 
 use kolo_core::resources::ResourceName;
 
-/// The kind of a rejection, as kube-scheduler's status codes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// The kind of a rejection, as kube-scheduler's status codes (serialized
+/// as their names: `"UnschedulableAndUnresolvable"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 pub enum Code {
     /// The pod does not fit now, but may after the cluster changes (another
     /// pod leaves, usage drops): preemption or a retry may help.

@@ -2,7 +2,11 @@
 //! `pods/binding` subresource in a cluster).
 
 use crate::binder::BindRequest;
-use crate::framework::{Bind, BindOutcome, CycleContext, CycleState, NodeInfo, Plugin, PodInfo};
+use std::sync::Arc;
+
+use crate::framework::{
+    Bind, BindOutcome, CycleContext, CycleState, ExtensionPoints, NodeInfo, Plugin, PodInfo,
+};
 use crate::registry::PluginArgsError;
 
 /// The plugin's registered name.
@@ -14,8 +18,8 @@ pub struct DefaultBinder;
 
 impl DefaultBinder {
     /// Builds the plugin (it takes no arguments).
-    pub fn build(_args: Option<&serde_json::Value>) -> Result<Box<dyn Plugin>, PluginArgsError> {
-        Ok(Box::new(DefaultBinder))
+    pub fn build(_args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, PluginArgsError> {
+        Ok(Arc::new(DefaultBinder))
     }
 }
 
@@ -23,8 +27,8 @@ impl Plugin for DefaultBinder {
     fn name(&self) -> &'static str {
         NAME
     }
-    fn as_bind(&self) -> Option<&dyn Bind> {
-        Some(self)
+    fn extension_points(self: Arc<Self>) -> ExtensionPoints {
+        ExtensionPoints::of(self).bind().into()
     }
 }
 

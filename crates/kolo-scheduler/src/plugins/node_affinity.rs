@@ -3,11 +3,14 @@
 //! of the matching terms, normalized so the best node gets 100), as
 //! kube-scheduler's plugin.
 
+use std::sync::Arc;
+
 use k8s_openapi::api::core::v1::{NodeSelectorRequirement, NodeSelectorTerm, Pod};
 
 use crate::framework::{
-    CycleContext, CycleState, EventKinds, Filter, NodeInfo, Plugin, PodInfo, PreFilter,
-    PreFilterOutcome, PreScore, PreScoreOutcome, Rejection, Score, Verdict, default_normalize,
+    CycleContext, CycleState, EventKinds, ExtensionPoints, Filter, NodeInfo, Plugin, PodInfo,
+    PreFilter, PreFilterOutcome, PreScore, PreScoreOutcome, Rejection, Score, Verdict,
+    default_normalize,
 };
 use crate::registry::PluginArgsError;
 
@@ -54,8 +57,8 @@ struct Preferred(Vec<(i64, Term)>);
 
 impl NodeAffinity {
     /// Builds the plugin (kube's `addedAffinity` argument is not supported).
-    pub fn build(_args: Option<&serde_json::Value>) -> Result<Box<dyn Plugin>, PluginArgsError> {
-        Ok(Box::new(NodeAffinity))
+    pub fn build(_args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, PluginArgsError> {
+        Ok(Arc::new(NodeAffinity))
     }
 }
 
@@ -63,17 +66,14 @@ impl Plugin for NodeAffinity {
     fn name(&self) -> &'static str {
         NAME
     }
-    fn as_pre_filter(&self) -> Option<&dyn PreFilter> {
-        Some(self)
-    }
-    fn as_filter(&self) -> Option<&dyn Filter> {
-        Some(self)
-    }
-    fn as_pre_score(&self) -> Option<&dyn PreScore> {
-        Some(self)
-    }
-    fn as_score(&self) -> Option<&dyn Score> {
-        Some(self)
+    fn extension_points(self: Arc<Self>) -> ExtensionPoints {
+        ExtensionPoints::of(self)
+            .pre_filter()
+            .filter()
+            .pre_score()
+            .score()
+            .node_scoped_hints()
+            .into()
     }
     fn events_to_register(&self) -> EventKinds {
         EventKinds::NODE_ADD | EventKinds::NODE_UPDATE

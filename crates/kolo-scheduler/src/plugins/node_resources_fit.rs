@@ -12,13 +12,16 @@
 //! batch pod requests no `cpu`, and spreading it by `cpu` requests (what
 //! kube-scheduler would do) ignores the very resource it consumes.
 
+use std::sync::Arc;
+
 use kolo_api::PriorityClass;
 use kolo_core::resources::ResourceName;
 use serde::Deserialize;
 
 use crate::framework::{
-    CycleContext, CycleState, EventKinds, Filter, NodeInfo, NodeVerdict, Plugin, PodInfo,
-    PreFilter, PreFilterOutcome, Rejection, Score, ScoreSink, Verdict, filter_each, score_each,
+    CycleContext, CycleState, EventKinds, ExtensionPoints, Filter, NodeInfo, NodeVerdict, Plugin,
+    PodInfo, PreFilter, PreFilterOutcome, Rejection, Score, ScoreSink, Verdict, filter_each,
+    score_each,
 };
 use crate::registry::{PluginArgsError, decode_args};
 
@@ -108,8 +111,8 @@ struct FitState {
 
 impl NodeResourcesFit {
     /// Builds the plugin from `NodeResourcesFitArgs`.
-    pub fn build(args: Option<&serde_json::Value>) -> Result<Box<dyn Plugin>, PluginArgsError> {
-        Ok(Box::new(Self::from_args(decode_args(args, "NodeResourcesFitArgs")?)?))
+    pub fn build(args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, PluginArgsError> {
+        Ok(Arc::new(Self::from_args(decode_args(args, "NodeResourcesFitArgs")?)?))
     }
 
     /// Builds the plugin from decoded arguments.
@@ -261,14 +264,8 @@ impl Plugin for NodeResourcesFit {
     fn name(&self) -> &'static str {
         NAME
     }
-    fn as_pre_filter(&self) -> Option<&dyn PreFilter> {
-        Some(self)
-    }
-    fn as_filter(&self) -> Option<&dyn Filter> {
-        Some(self)
-    }
-    fn as_score(&self) -> Option<&dyn Score> {
-        Some(self)
+    fn extension_points(self: Arc<Self>) -> ExtensionPoints {
+        ExtensionPoints::of(self).pre_filter().filter().score().node_scoped_hints().into()
     }
     fn events_to_register(&self) -> EventKinds {
         EventKinds::NODE_ADD | EventKinds::NODE_UPDATE | EventKinds::POD_DELETE

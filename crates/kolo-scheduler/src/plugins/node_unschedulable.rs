@@ -1,11 +1,14 @@
 //! NodeUnschedulable: cordoned nodes (`spec.unschedulable`) take only pods
 //! that tolerate the `node.kubernetes.io/unschedulable:NoSchedule` taint.
 
+use std::sync::Arc;
+
 use kolo_core::node::{Taint, TaintEffect};
 
 use super::tolerations::{tolerated, tolerations};
 use crate::framework::{
-    CycleContext, CycleState, EventKinds, Filter, NodeInfo, Plugin, PodInfo, Rejection, Verdict,
+    CycleContext, CycleState, EventKinds, ExtensionPoints, Filter, NodeInfo, Plugin, PodInfo,
+    Rejection, Verdict,
 };
 use crate::registry::PluginArgsError;
 
@@ -22,8 +25,8 @@ pub struct NodeUnschedulable;
 
 impl NodeUnschedulable {
     /// Builds the plugin (it takes no arguments).
-    pub fn build(_args: Option<&serde_json::Value>) -> Result<Box<dyn Plugin>, PluginArgsError> {
-        Ok(Box::new(NodeUnschedulable))
+    pub fn build(_args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, PluginArgsError> {
+        Ok(Arc::new(NodeUnschedulable))
     }
 }
 
@@ -31,8 +34,8 @@ impl Plugin for NodeUnschedulable {
     fn name(&self) -> &'static str {
         NAME
     }
-    fn as_filter(&self) -> Option<&dyn Filter> {
-        Some(self)
+    fn extension_points(self: Arc<Self>) -> ExtensionPoints {
+        ExtensionPoints::of(self).filter().node_scoped_hints().into()
     }
     fn events_to_register(&self) -> EventKinds {
         EventKinds::NODE_ADD | EventKinds::NODE_UPDATE

@@ -2,7 +2,9 @@
 //! `spec.priority`, or its priority class's default value — spec §0.2),
 //! then older pods first.
 
-use crate::framework::{Plugin, PodInfo, QueueKey, QueueSort};
+use std::sync::Arc;
+
+use crate::framework::{ExtensionPoints, Plugin, PodInfo, QueueKey, QueueSort};
 use crate::registry::PluginArgsError;
 
 /// The plugin's registered name.
@@ -14,8 +16,8 @@ pub struct PrioritySort;
 
 impl PrioritySort {
     /// Builds the plugin (it takes no arguments).
-    pub fn build(_args: Option<&serde_json::Value>) -> Result<Box<dyn Plugin>, PluginArgsError> {
-        Ok(Box::new(PrioritySort))
+    pub fn build(_args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, PluginArgsError> {
+        Ok(Arc::new(PrioritySort))
     }
 }
 
@@ -23,8 +25,8 @@ impl Plugin for PrioritySort {
     fn name(&self) -> &'static str {
         NAME
     }
-    fn as_queue_sort(&self) -> Option<&dyn QueueSort> {
-        Some(self)
+    fn extension_points(self: Arc<Self>) -> ExtensionPoints {
+        ExtensionPoints::of(self).queue_sort().into()
     }
 }
 

@@ -2,15 +2,17 @@
 //! and `NoExecute` taint; among those nodes, fewer untolerated
 //! `PreferNoSchedule` taints score higher (kube-scheduler's plugin).
 
-use std::collections::HashMap;
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use kolo_core::node::TaintEffect;
 
 use super::tolerations::{Toleration, tolerated, tolerations};
 use crate::framework::{
-    ClusterEvent, ClusterEventHandler, CycleContext, CycleState, EventKinds, Filter, NodeId,
-    NodeInfo, NodeVerdict, Plugin, PodInfo, PreFilter, PreFilterOutcome, PreScore, PreScoreOutcome,
-    Rejection, Score, Verdict, default_normalize, filter_each,
+    ClusterEvent, ClusterEventHandler, CycleContext, CycleState, EventKinds, ExtensionPoints,
+    Filter, NodeId, NodeInfo, NodeVerdict, Plugin, PodInfo, PreFilter, PreFilterOutcome, PreScore,
+    PreScoreOutcome, Rejection, Score, Verdict, default_normalize, filter_each,
 };
 use crate::registry::PluginArgsError;
 
@@ -23,7 +25,10 @@ pub struct TaintToleration {
     /// Nodes with at least one `PreferNoSchedule` taint. While there are
     /// none every node scores the same, so scores need no normalizing and
     /// the framework can sum them during the parallel pass.
-    prefer_no_schedule_nodes: HashMap<NodeId, ()>,
+    prefer_no_schedule_nodes: Mutex<HashSet<NodeId>>,
+    /// Whether that set is not empty: read for every node scored, so kept
+    /// where reading takes no lock.
+    any_prefer_no_schedule: AtomicBool,
 }
 
 /// The pod's tolerations, read once per cycle.
@@ -31,8 +36,8 @@ struct PodTolerations(Vec<Toleration>);
 
 impl TaintToleration {
     /// Builds the plugin (it takes no arguments).
-    pub fn build(_args: Option<&serde_json::Value>) -> Result<Box<dyn Plugin>, PluginArgsError> {
-        Ok(Box::new(TaintToleration::default()))
+    pub fn build(_args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, PluginArgsError> {
+        Ok(Arc::new(TaintToleration::default()))
     }
 
     fn check(tolerations: &[Toleration], node: &NodeInfo) -> Verdict {
@@ -60,20 +65,9 @@ impl Plugin for TaintToleration {
     fn name(&self) -> &'static str {
         NAME
     }
-    fn as_pre_filter(&self) -> Option<&dyn PreFilter> {
-        Some(self)
-    }
-    fn as_filter(&self) -> Option<&dyn Filter> {
-        Some(self)
-    }
-    fn as_pre_score(&self) -> Option<&dyn PreScore> {
-        Some(self)
-    }
-    fn as_score(&self) -> Option<&dyn Score> {
-        Some(self)
-    }
-    fn as_event_handler(&mut self) -> Option<&mut dyn ClusterEventHandler> {
-        Some(self)
+    fn extension_points(self: Arc<Self>) -> ExtensionPoints {
+        let points = ExtensionPoints::of(self).pre_filter().filter().pre_score().score();
+        points.event_handler().node_scoped_hints().into()
     }
     fn events_to_register(&self) -> EventKinds {
         EventKinds::NODE_ADD | EventKinds::NODE_UPDATE
@@ -148,7 +142,7 @@ impl PreScore for TaintToleration {
 
 impl Score for TaintToleration {
     fn score(&self, _: &CycleContext, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> i64 {
-        if self.prefer_no_schedule_nodes.is_empty() {
+        if !self.normalizes() {
             // What normalizing all-zero counts (reversed) would give.
             return 100;
         }
@@ -160,7 +154,7 @@ impl Score for TaintToleration {
     }
 
     fn normalizes(&self) -> bool {
-        !self.prefer_no_schedule_nodes.is_empty()
+        self.any_prefer_no_schedule.load(Ordering::Relaxed)
     }
 
     fn normalize(&self, _: &CycleContext, _: &CycleState, _: &PodInfo, scores: &mut [i64]) {
@@ -169,22 +163,25 @@ impl Score for TaintToleration {
 }
 
 impl ClusterEventHandler for TaintToleration {
-    fn on_event(&mut self, event: &ClusterEvent<'_>) {
+    fn on_event(&self, event: &ClusterEvent<'_>) {
+        let mut nodes =
+            self.prefer_no_schedule_nodes.lock().unwrap_or_else(PoisonError::into_inner);
         match event {
             ClusterEvent::NodeAdded(node) | ClusterEvent::NodeUpdated(node) => {
                 let prefers =
                     node.view().taints().iter().any(|t| t.effect == TaintEffect::PreferNoSchedule);
                 if prefers {
-                    self.prefer_no_schedule_nodes.insert(node.id(), ());
+                    nodes.insert(node.id());
                 } else {
-                    self.prefer_no_schedule_nodes.remove(&node.id());
+                    nodes.remove(&node.id());
                 }
             }
             ClusterEvent::NodeRemoved { id, .. } => {
-                self.prefer_no_schedule_nodes.remove(id);
+                nodes.remove(id);
             }
-            _ => {}
+            _ => return,
         }
+        self.any_prefer_no_schedule.store(!nodes.is_empty(), Ordering::Relaxed);
     }
 }
 
@@ -243,7 +240,7 @@ mod tests {
 
     #[test]
     fn fewer_untolerated_prefer_no_schedule_taints_score_higher() {
-        let mut plugin = TaintToleration::default();
+        let plugin = TaintToleration::default();
         let nodes = [
             node(""),
             node("{key: a, effect: PreferNoSchedule}"),

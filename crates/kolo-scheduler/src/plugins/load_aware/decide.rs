@@ -7,10 +7,12 @@
 //! a [`FilterFailure`] carries numbers and formats itself on demand.
 
 use std::fmt;
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 use kolo_api::PriorityClass;
+use kolo_api::crd::AggregationType;
 use kolo_api::names::annotation::USAGE_THRESHOLDS;
 use kolo_core::node::NodeView;
 use kolo_core::pod::PodView;
@@ -122,6 +124,58 @@ impl NodeProfile {
     pub fn errors(&self) -> &[NodeAnnotationError] {
         &self.errors
     }
+
+    /// The thresholds Filter holds the node to for a pod: a Prod pod's are
+    /// the Prod thresholds **only** if the node has any (never also node
+    /// usage); otherwise the aggregated thresholds if configured, else the
+    /// usage thresholds.
+    #[inline]
+    pub fn filter_thresholds(&self, pod: &PodFacts) -> FilterThresholds<'_> {
+        if pod.prod && !self.prod_thresholds.is_zero() {
+            FilterThresholds {
+                kind: ThresholdKind::Prod,
+                percent: &self.prod_thresholds,
+                aggregation: None,
+            }
+        } else if let Some(agg) = &self.aggregated {
+            FilterThresholds {
+                kind: ThresholdKind::Aggregated,
+                percent: &agg.thresholds,
+                aggregation: Some((agg.aggregation, agg.duration)),
+            }
+        } else {
+            FilterThresholds {
+                kind: ThresholdKind::Usage,
+                percent: &self.usage_thresholds,
+                aggregation: None,
+            }
+        }
+    }
+}
+
+/// Which usage Filter compares with which thresholds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ThresholdKind {
+    /// The node usage against `usageThresholds`.
+    Usage,
+    /// The Prod pods' usage against `prodUsageThresholds` (a Prod pod on a
+    /// node with Prod thresholds).
+    Prod,
+    /// A statistic of the node usage against the aggregated thresholds.
+    Aggregated,
+}
+
+/// The thresholds Filter holds a node to for a pod
+/// ([`NodeProfile::filter_thresholds`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FilterThresholds<'a> {
+    /// Which usage they apply to.
+    pub kind: ThresholdKind,
+    /// Percent per resource, in layout order; 0 disables a resource.
+    pub percent: &'a LoadVector,
+    /// For [`ThresholdKind::Aggregated`]: the statistic and window.
+    pub aggregation: Option<(AggregationType, Duration)>,
 }
 
 /// What the decisions need about the incoming pod, computed once per
@@ -246,14 +300,8 @@ pub fn filter(
     if pod.daemonset {
         return Ok(());
     }
-    let prod = pod.prod && !node.prod_thresholds.is_zero();
-    let (thresholds, aggregation) = if prod {
-        (&node.prod_thresholds, None)
-    } else if let Some(agg) = &node.aggregated {
-        (&agg.thresholds, Some((agg.aggregation, agg.duration)))
-    } else {
-        (&node.usage_thresholds, None)
-    };
+    let FilterThresholds { kind, percent: thresholds, aggregation } = node.filter_thresholds(pod);
+    let prod = kind == ThresholdKind::Prod;
     if thresholds.is_zero() {
         return Ok(());
     }
@@ -281,8 +329,7 @@ pub fn filter(
         if threshold == 0 || total == 0 {
             continue;
         }
-        // f64 and round-half-away, as the reference computes it.
-        let usage_percent = (estimated.0[i] as f64 / total as f64 * 100.0).round() as i64;
+        let usage_percent = usage_percent(estimated.0[i], total);
         if usage_percent > threshold {
             return Err(FilterFailure::UsageExceeded {
                 resource: cfg.layout().name(i),
@@ -294,6 +341,13 @@ pub fn filter(
         }
     }
     Ok(())
+}
+
+/// `round(used / total × 100)` in f64, round-half-away, as the reference
+/// computes a usage percentage (`total` not 0).
+#[inline]
+pub fn usage_percent(used: i64, total: i64) -> i64 {
+    (used as f64 / total as f64 * 100.0).round() as i64
 }
 
 /// Load-aware Score (spec §1.6), 0..=100 (not normalised).

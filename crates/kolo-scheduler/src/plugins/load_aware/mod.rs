@@ -17,7 +17,9 @@
 //!   ([`AssignedPod`]), updated from informer events and Reserve / Unreserve;
 //! * [`PodFacts`] and the pod's estimate ([`LoadAwareConfig::estimate_pod`]):
 //!   per scheduling cycle;
-//! * [`filter`] and [`score`]: per (pod, node), allocation-free.
+//! * [`filter`] and [`score`]: per (pod, node), allocation-free;
+//! * [`PodLoadFacts`] and [`NodeLoadFacts`]: what they rested on, as data,
+//!   for explanations.
 //!
 //! Vectors are [`LoadVector`]s: the plugin's few resources in the fixed,
 //! sorted order of [`ResourceLayout`].
@@ -28,6 +30,7 @@ pub mod config;
 pub mod custom_thresholds;
 pub mod decide;
 pub mod estimator;
+pub mod facts;
 pub mod plugin;
 pub mod vector;
 
@@ -35,9 +38,11 @@ pub use args::{LoadAwareArgsError, LoadAwareSchedulingAggregatedArgs, LoadAwareS
 pub use assign_cache::{AssignedPod, NodeLoad, NodeMetricReadError, is_tracked};
 pub use config::{AggregatedThresholds, LoadAwareConfig};
 pub use decide::{
-    FilterFailure, NodeAnnotationError, NodeProfile, PodFacts, filter, owned_by_daemonset, score,
+    FilterFailure, FilterThresholds, NodeAnnotationError, NodeProfile, PodFacts, ThresholdKind,
+    filter, owned_by_daemonset, score, usage_percent,
 };
 pub use estimator::{
     EstimationAnnotationError, NodeEstimate, PodEstimate, estimate_node, estimate_pod,
 };
+pub use facts::{NodeLoadFacts, PodLoadFacts};
 pub use vector::{LoadVector, MAX_RESOURCES, ResourceLayout};

@@ -7,21 +7,25 @@
 //! through cluster events: the scheduler assumes a pod before Reserve and
 //! reports it as a [`ClusterEvent::PodAdded`], and a forgotten pod as
 //! [`ClusterEvent::PodRemoved`], so a Reserve here would add it twice.
+//!
+//! Its verdict on a node reads only that node's profile, NodeMetric and
+//! pods, so its queueing hints are node-scoped: a NodeMetric update wakes
+//! only the pods it rejected on that node.
 
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use kolo_core::clock::Timestamp;
 use kolo_core::usage_report::NodeUsageReport;
 use rayon::prelude::*;
 
 use super::{
-    AssignedPod, LoadAwareConfig, LoadAwareSchedulingArgs, LoadVector, NodeLoad, NodeProfile,
-    PodFacts, filter, is_tracked, owned_by_daemonset, score,
+    AssignedPod, LoadAwareConfig, LoadAwareSchedulingArgs, LoadVector, NodeLoad, NodeLoadFacts,
+    NodeProfile, PodFacts, PodLoadFacts, filter, is_tracked, owned_by_daemonset, score,
 };
 use crate::framework::{
-    ClusterEvent, ClusterEventHandler, CycleContext, CycleState, EventKinds, Filter, NodeInfo,
-    NodeVerdict, Plugin, PodInfo, PreFilter, PreFilterOutcome, Rejection, Score, ScoreSink,
-    Verdict, filter_each, score_each,
+    ClusterEvent, ClusterEventHandler, CycleContext, CycleState, EventKinds, ExtensionPoints,
+    Facts, Filter, NodeInfo, NodeVerdict, PerNode, Plugin, PodInfo, PreFilter, PreFilterOutcome,
+    Rejection, ReportFacts, Score, ScoreSink, Verdict, filter_each, score_each,
 };
 use crate::registry::{PluginArgsError, decode_args};
 
@@ -31,7 +35,9 @@ pub const NAME: &str = "LoadAwareScheduling";
 /// See the module documentation.
 pub struct LoadAwareScheduling {
     cfg: Arc<LoadAwareConfig>,
-    nodes: Vec<Option<NodeState>>,
+    /// Written by cluster events, read by Filter and Score (one lock per
+    /// batch of nodes).
+    nodes: RwLock<PerNode<NodeState>>,
 }
 
 struct NodeState {
@@ -48,19 +54,13 @@ struct PodState {
 impl LoadAwareScheduling {
     /// Builds the plugin from `LoadAwareSchedulingArgs` (spec §1.1 names and
     /// defaults).
-    pub fn build(args: Option<&serde_json::Value>) -> Result<Box<dyn Plugin>, PluginArgsError> {
+    pub fn build(args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, PluginArgsError> {
         let args: LoadAwareSchedulingArgs = match args {
             None => LoadAwareSchedulingArgs::empty(),
             Some(_) => decode_args(args, "LoadAwareSchedulingArgs")?,
         };
-        let cfg = LoadAwareConfig::new(args).map_err(|e| {
-            let text = e.to_string();
-            match text.split_once(": ") {
-                Some((field, message)) => PluginArgsError::new(field, message),
-                None => PluginArgsError::new(".", text),
-            }
-        })?;
-        Ok(Box::new(LoadAwareScheduling { cfg: Arc::new(cfg), nodes: Vec::new() }))
+        let cfg = LoadAwareConfig::new(args).map_err(PluginArgsError::from_validation)?;
+        Ok(Arc::new(LoadAwareScheduling { cfg: Arc::new(cfg), nodes: RwLock::default() }))
     }
 
     fn pod_state(&self, pod: &PodInfo) -> PodState {
@@ -70,26 +70,35 @@ impl LoadAwareScheduling {
         PodState { facts, estimate }
     }
 
-    fn node(&self, node: &NodeInfo) -> Option<&NodeState> {
-        self.nodes.get(node.id().index()).and_then(Option::as_ref)
+    fn read(&self) -> RwLockReadGuard<'_, PerNode<NodeState>> {
+        self.nodes.read().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn node_mut(&mut self, node: &NodeInfo) -> &mut NodeState {
-        let i = node.id().index();
-        if self.nodes.len() <= i {
-            self.nodes.resize_with(i + 1, || None);
-        }
-        let cfg = &self.cfg;
-        self.nodes[i].get_or_insert_with(|| NodeState {
-            profile: NodeProfile::new(node.view(), cfg),
+    fn write(&self) -> RwLockWriteGuard<'_, PerNode<NodeState>> {
+        self.nodes.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn node_mut<'a>(
+        &self,
+        nodes: &'a mut PerNode<NodeState>,
+        node: &NodeInfo,
+    ) -> &'a mut NodeState {
+        nodes.get_or_insert_with(node.id(), || NodeState {
+            profile: NodeProfile::new(node.view(), &self.cfg),
             load: NodeLoad::new(),
         })
     }
 
-    fn check(&self, pod: &PodState, node: &NodeInfo, now: Timestamp) -> Verdict {
+    fn check(
+        &self,
+        nodes: &PerNode<NodeState>,
+        pod: &PodState,
+        node: &NodeInfo,
+        now: Timestamp,
+    ) -> Verdict {
         // A node this plugin has not seen has no NodeMetric: it passes, as
         // the reference passes nodes without a koordlet.
-        let Some(state) = self.node(node) else { return Ok(()) };
+        let Some(state) = nodes.get(node.id()) else { return Ok(()) };
         filter(&self.cfg, &state.profile, Some(&state.load), &pod.facts, &pod.estimate, now)
             .map_err(|failure| {
                 Rejection::unschedulable(failure.to_string())
@@ -97,8 +106,14 @@ impl LoadAwareScheduling {
             })
     }
 
-    fn score_node(&self, pod: &PodState, node: &NodeInfo, now: Timestamp) -> i64 {
-        match self.node(node) {
+    fn score_node(
+        &self,
+        nodes: &PerNode<NodeState>,
+        pod: &PodState,
+        node: &NodeInfo,
+        now: Timestamp,
+    ) -> i64 {
+        match nodes.get(node.id()) {
             Some(state) => {
                 score(&self.cfg, &state.profile, Some(&state.load), &pod.facts, &pod.estimate, now)
             }
@@ -106,7 +121,13 @@ impl LoadAwareScheduling {
         }
     }
 
-    fn assign(&mut self, pod: &PodInfo, node: &NodeInfo, at: Timestamp) {
+    fn assign(
+        &self,
+        nodes: &mut PerNode<NodeState>,
+        pod: &PodInfo,
+        node: &NodeInfo,
+        at: Timestamp,
+    ) {
         if !is_tracked(pod.view()) {
             return;
         }
@@ -117,7 +138,7 @@ impl LoadAwareScheduling {
             at,
             &self.cfg,
         );
-        self.node_mut(node).load.add_pod(assigned);
+        self.node_mut(nodes, node).load.add_pod(assigned);
     }
 }
 
@@ -125,17 +146,9 @@ impl Plugin for LoadAwareScheduling {
     fn name(&self) -> &'static str {
         NAME
     }
-    fn as_pre_filter(&self) -> Option<&dyn PreFilter> {
-        Some(self)
-    }
-    fn as_filter(&self) -> Option<&dyn Filter> {
-        Some(self)
-    }
-    fn as_score(&self) -> Option<&dyn Score> {
-        Some(self)
-    }
-    fn as_event_handler(&mut self) -> Option<&mut dyn ClusterEventHandler> {
-        Some(self)
+    fn extension_points(self: Arc<Self>) -> ExtensionPoints {
+        let points = ExtensionPoints::of(self).pre_filter().filter().score();
+        points.event_handler().node_scoped_hints().report_facts().into()
     }
     fn events_to_register(&self) -> EventKinds {
         // Spec §1: pod deletes and NodeMetric changes; node changes too
@@ -156,7 +169,7 @@ impl Plugin for LoadAwareScheduling {
     fn valid_until(&self, node: &NodeInfo, now: Timestamp) -> Option<Timestamp> {
         // Results change when the NodeMetric expires; once expired, they
         // stay as they are until the next report (an event).
-        let updated = self.node(node)?.load.update_time()?;
+        let updated = self.read().get(node.id())?.load.update_time()?;
         let expires = updated.checked_add(self.cfg.expiration()).ok()?;
         (now < expires).then_some(expires)
     }
@@ -183,7 +196,8 @@ impl Filter for LoadAwareScheduling {
         node: &NodeInfo,
     ) -> Verdict {
         let mut owned = None;
-        self.check(state.read_or(&mut owned, || self.pod_state(pod)), node, ctx.now)
+        let p = state.read_or(&mut owned, || self.pod_state(pod));
+        self.check(&self.read(), p, node, ctx.now)
     }
 
     fn filter_nodes(
@@ -197,14 +211,16 @@ impl Filter for LoadAwareScheduling {
     ) {
         let mut owned = None;
         let p = state.read_or(&mut owned, || self.pod_state(pod));
-        filter_each(nodes, plugin, out, |node| self.check(p, node, ctx.now));
+        let states = self.read();
+        filter_each(nodes, plugin, out, |node| self.check(&states, p, node, ctx.now));
     }
 }
 
 impl Score for LoadAwareScheduling {
     fn score(&self, ctx: &CycleContext, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> i64 {
         let mut owned = None;
-        self.score_node(state.read_or(&mut owned, || self.pod_state(pod)), node, ctx.now)
+        let p = state.read_or(&mut owned, || self.pod_state(pod));
+        self.score_node(&self.read(), p, node, ctx.now)
     }
 
     fn score_nodes(
@@ -218,19 +234,54 @@ impl Score for LoadAwareScheduling {
     ) {
         let mut owned = None;
         let p = state.read_or(&mut owned, || self.pod_state(pod));
-        score_each(nodes, verdicts, out, |node| self.score_node(p, node, ctx.now));
+        let states = self.read();
+        score_each(nodes, verdicts, out, |node| self.score_node(&states, p, node, ctx.now));
+    }
+}
+
+impl ReportFacts for LoadAwareScheduling {
+    fn pod_facts(
+        &self,
+        _: &CycleContext,
+        state: &CycleState,
+        pod: &PodInfo,
+        _: Option<&NodeInfo>,
+    ) -> Option<Facts> {
+        let mut owned = None;
+        let p = state.read_or(&mut owned, || self.pod_state(pod));
+        Some(Facts::new(PodLoadFacts::new(&self.cfg, &p.facts, &p.estimate)))
+    }
+
+    fn node_facts(
+        &self,
+        ctx: &CycleContext,
+        state: &CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+    ) -> Option<Facts> {
+        let mut owned = None;
+        let p = state.read_or(&mut owned, || self.pod_state(pod));
+        let nodes = self.read();
+        // A node never seen has the profile it would get on its first event.
+        let seen = nodes.get(node.id());
+        let profile =
+            seen.map_or_else(|| NodeProfile::new(node.view(), &self.cfg), |s| s.profile.clone());
+        let load = seen.map(|s| &s.load);
+        let facts = NodeLoadFacts::new(&self.cfg, &profile, load, &p.facts, &p.estimate, ctx.now);
+        Some(Facts::new(facts))
     }
 }
 
 impl ClusterEventHandler for LoadAwareScheduling {
-    fn on_node_metrics(&mut self, updates: &[(&NodeInfo, &Arc<NodeUsageReport>)]) {
+    fn on_node_metrics(&self, updates: &[(&NodeInfo, &Arc<NodeUsageReport>)]) {
         // Each node's load is its own: re-account the updated nodes in
         // parallel (a thousand nodes a minute report in a large cluster or
         // in `kolo sim`). A node listed twice gets the cache's (latest)
         // report either way.
+        let mut nodes = self.write();
         let mut latest: Vec<Option<&Arc<NodeUsageReport>>> = Vec::new();
         for &(node, metric) in updates {
-            self.node_mut(node);
+            self.node_mut(&mut nodes, node);
             let i = node.id().index();
             if latest.len() <= i {
                 latest.resize(i + 1, None);
@@ -238,36 +289,32 @@ impl ClusterEventHandler for LoadAwareScheduling {
             latest[i] = Some(metric);
         }
         let cfg = &self.cfg;
-        self.nodes.par_iter_mut().zip(latest).with_min_len(16).for_each(|(slot, metric)| {
+        nodes.slots_mut().par_iter_mut().zip(latest).with_min_len(16).for_each(|(slot, metric)| {
             if let (Some(state), Some(metric)) = (slot.as_mut(), metric) {
                 state.load.set_usage_report(metric.clone(), cfg);
             }
         });
     }
 
-    fn on_event(&mut self, event: &ClusterEvent<'_>) {
+    fn on_event(&self, event: &ClusterEvent<'_>) {
+        let mut nodes = self.write();
         match *event {
             ClusterEvent::NodeAdded(node) | ClusterEvent::NodeUpdated(node) => {
                 let profile = NodeProfile::new(node.view(), &self.cfg);
-                self.node_mut(node).profile = profile;
+                self.node_mut(&mut nodes, node).profile = profile;
             }
-            ClusterEvent::NodeRemoved { id, .. } => {
-                if let Some(slot) = self.nodes.get_mut(id.index()) {
-                    *slot = None;
-                }
-            }
-            ClusterEvent::PodAdded { pod, node, at, .. } => self.assign(pod, node, at),
+            ClusterEvent::NodeRemoved { id, .. } => nodes.remove(id),
+            ClusterEvent::PodAdded { pod, node, at, .. } => self.assign(&mut nodes, pod, node, at),
             ClusterEvent::PodRemoved { pod, node } => {
-                if let Some(Some(state)) = self.nodes.get_mut(node.index()) {
+                if let Some(state) = nodes.get_mut(node) {
                     state.load.remove_pod(pod.key());
                 }
             }
             ClusterEvent::NodeMetricUpdated { node, metric } => {
-                let cfg = self.cfg.clone();
-                self.node_mut(node).load.set_usage_report(metric.clone(), &cfg);
+                self.node_mut(&mut nodes, node).load.set_usage_report(metric.clone(), &self.cfg);
             }
             ClusterEvent::NodeMetricRemoved { node } => {
-                if let Some(Some(state)) = self.nodes.get_mut(node.id().index()) {
+                if let Some(state) = nodes.get_mut(node.id()) {
                     state.load.clear_node_metric();
                 }
             }

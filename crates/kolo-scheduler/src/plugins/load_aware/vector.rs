@@ -198,6 +198,16 @@ impl ResourceLayout {
         out
     }
 
+    /// A vector as a map by resource name: the inverse of
+    /// [`vector_from_ints`](Self::vector_from_ints), for reports.
+    pub fn ints(&self, vector: &LoadVector) -> BTreeMap<&'static str, i64> {
+        self.names()
+            .iter()
+            .enumerate()
+            .map(|(slot, name)| (name.as_str(), vector.0[slot]))
+            .collect()
+    }
+
     /// A map of integers keyed by resource name (thresholds, weights) in
     /// this layout; names the plugin does not track are ignored.
     pub fn vector_from_ints(&self, map: &BTreeMap<String, i64>) -> LoadVector {

@@ -12,6 +12,7 @@
 //! * [`hints`] — NUMA hints, the topology-manager admit and the even split.
 //! * [`score`](mod@score) — the LeastAllocated / MostAllocated scorers.
 //! * [`decide`] — PreFilter, Filter, Reserve, PreBind output and Score.
+//! * [`facts`] — what Reserve took for a pod, as data for explanations.
 //!
 //! Nothing here does I/O or reads a clock; the framework adapter keeps the
 //! per-node state and applies the results.
@@ -29,6 +30,7 @@ pub mod annotations;
 pub mod args;
 pub mod cpu_accumulator;
 pub mod decide;
+pub mod facts;
 pub mod hints;
 pub mod plugin;
 pub mod score;
@@ -46,5 +48,6 @@ pub use decide::{
     check_amplified_cpu, filter, pod_allocation_from_status, reserve, resource_spec_write_back,
     resource_status_annotation, score,
 };
+pub use facts::{NumaAllocationFacts, NumaNodeFacts};
 pub use kolo_core::cpuset::{self, CpuSet, CpuSetError};
 pub use topology::{CpuInfo, CpuTopology, NodeTopology};

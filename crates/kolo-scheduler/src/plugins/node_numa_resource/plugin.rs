@@ -3,22 +3,26 @@
 //! node changes) and [`NodeAllocation`] (the cpusets and NUMA resources its
 //! pods hold, from their `resource-status` annotations and from Reserve),
 //! and writes the chosen cpuset into the pod's annotations at PreBind.
+//! Its verdict on a node reads only that node's topology and allocations,
+//! so its queueing hints are node-scoped.
 
 use std::collections::HashMap;
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use kolo_api::names::annotation;
 use kolo_core::resources::ResourceName;
 
 use super::{
-    NodeAllocation, NodeNUMAResourceArgs, NodeTopology, NumaAllocationResult, NumaFailure,
-    PodNumaRequest, check_amplified_cpu, filter, pod_allocation_from_status, reserve,
+    NodeAllocation, NodeNUMAResourceArgs, NodeTopology, NumaAllocationFacts, NumaAllocationResult,
+    NumaFailure, PodNumaRequest, check_amplified_cpu, filter, pod_allocation_from_status, reserve,
     resource_spec_write_back, resource_status_annotation, score,
 };
 use crate::binder::BindRequest;
 use crate::framework::{
-    ClusterEvent, ClusterEventHandler, Code, CycleContext, CycleState, EventKinds, Filter,
-    NodeInfo, NodeVerdict, Plugin, PodInfo, PreBind, PreFilter, PreFilterOutcome, Rejection,
-    Reserve, Score, ScoreSink, Verdict, filter_each, score_each,
+    ClusterEvent, ClusterEventHandler, Code, CycleContext, CycleState, EventKinds, ExtensionPoints,
+    Facts, Filter, NodeId, NodeInfo, NodeVerdict, PerNode, Plugin, PodInfo, PreBind, PreFilter,
+    PreFilterOutcome, Rejection, ReportFacts, Reserve, Score, ScoreSink, Verdict, filter_each,
+    score_each,
 };
 use crate::registry::{PluginArgsError, decode_args};
 
@@ -28,7 +32,14 @@ pub const NAME: &str = "NodeNUMAResource";
 /// See the module documentation.
 pub struct NodeNUMAResource {
     args: NodeNUMAResourceArgs,
-    nodes: Vec<Option<NumaNode>>,
+    /// Written by Reserve and cluster events, read by Filter, Score and
+    /// PreBind (one lock per batch of nodes).
+    state: RwLock<NumaState>,
+}
+
+#[derive(Default)]
+struct NumaState {
+    nodes: PerNode<NumaNode>,
     /// What Reserve chose, per pod, for PreBind to write.
     reserved: HashMap<Box<str>, NumaAllocationResult>,
 }
@@ -40,31 +51,18 @@ struct NumaNode {
 
 impl NodeNUMAResource {
     /// Builds the plugin from `NodeNUMAResourceArgs` (spec §6.1).
-    pub fn build(args: Option<&serde_json::Value>) -> Result<Box<dyn Plugin>, PluginArgsError> {
+    pub fn build(args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, PluginArgsError> {
         let args: NodeNUMAResourceArgs = decode_args(args, "NodeNUMAResourceArgs")?;
-        args.validate().map_err(|e| {
-            let text = e.to_string();
-            match text.split_once(": ") {
-                Some((field, message)) => PluginArgsError::new(field, message),
-                None => PluginArgsError::new(".", text),
-            }
-        })?;
-        Ok(Box::new(NodeNUMAResource { args, nodes: Vec::new(), reserved: HashMap::new() }))
+        args.validate().map_err(PluginArgsError::from_validation)?;
+        Ok(Arc::new(NodeNUMAResource { args, state: RwLock::default() }))
     }
 
-    fn node(&self, node: &NodeInfo) -> Option<&NumaNode> {
-        self.nodes.get(node.id().index()).and_then(Option::as_ref)
+    fn read(&self) -> RwLockReadGuard<'_, NumaState> {
+        self.state.read().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn node_mut(&mut self, node: &NodeInfo) -> &mut NumaNode {
-        let i = node.id().index();
-        if self.nodes.len() <= i {
-            self.nodes.resize_with(i + 1, || None);
-        }
-        self.nodes[i].get_or_insert_with(|| NumaNode {
-            topology: NodeTopology::from_node(node.view()),
-            allocation: NodeAllocation::default(),
-        })
+    fn write(&self) -> RwLockWriteGuard<'_, NumaState> {
+        self.state.write().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn request(&self, pod: &PodInfo) -> Result<PodNumaRequest, NumaFailure> {
@@ -86,8 +84,8 @@ impl NodeNUMAResource {
     }
 
     /// Score (§6.8) of `node` for the request; 0 for a node never seen.
-    fn score_node(&self, req: &PodNumaRequest, node: &NodeInfo) -> i64 {
-        self.node(node).map_or(0, |numa| {
+    fn score_node(nodes: &PerNode<NumaNode>, req: &PodNumaRequest, node: &NodeInfo) -> i64 {
+        nodes.get(node.id()).map_or(0, |numa| {
             score(req, &numa.topology, &numa.allocation, &|name| node.requested(name))
         })
     }
@@ -120,23 +118,9 @@ impl Plugin for NodeNUMAResource {
     fn name(&self) -> &'static str {
         NAME
     }
-    fn as_pre_filter(&self) -> Option<&dyn PreFilter> {
-        Some(self)
-    }
-    fn as_filter(&self) -> Option<&dyn Filter> {
-        Some(self)
-    }
-    fn as_score(&self) -> Option<&dyn Score> {
-        Some(self)
-    }
-    fn as_reserve(&mut self) -> Option<&mut dyn Reserve> {
-        Some(self)
-    }
-    fn as_pre_bind(&self) -> Option<&dyn PreBind> {
-        Some(self)
-    }
-    fn as_event_handler(&mut self) -> Option<&mut dyn ClusterEventHandler> {
-        Some(self)
+    fn extension_points(self: Arc<Self>) -> ExtensionPoints {
+        let points = ExtensionPoints::of(self).pre_filter().filter().score().reserve().pre_bind();
+        points.event_handler().node_scoped_hints().report_facts().into()
     }
     fn events_to_register(&self) -> EventKinds {
         EventKinds::NODE_ADD | EventKinds::NODE_UPDATE | EventKinds::POD_DELETE
@@ -178,7 +162,7 @@ impl Filter for NodeNUMAResource {
     ) -> Verdict {
         let mut owned = None;
         let req = self.cycle_request(state, &mut owned, pod).map_err(rejection)?;
-        Self::check(req, self.node(node), node)
+        Self::check(req, self.read().nodes.get(node.id()), node)
     }
 
     fn filter_nodes(
@@ -193,7 +177,8 @@ impl Filter for NodeNUMAResource {
         let mut owned = None;
         match self.cycle_request(state, &mut owned, pod) {
             Ok(req) => {
-                filter_each(nodes, plugin, out, |node| Self::check(req, self.node(node), node))
+                let numa = &self.read().nodes;
+                filter_each(nodes, plugin, out, |node| Self::check(req, numa.get(node.id()), node))
             }
             Err(failure) => {
                 let rejection = rejection(failure);
@@ -206,7 +191,8 @@ impl Filter for NodeNUMAResource {
 impl Score for NodeNUMAResource {
     fn score(&self, _: &CycleContext, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> i64 {
         let mut owned = None;
-        self.cycle_request(state, &mut owned, pod).map_or(0, |req| self.score_node(req, node))
+        let req = self.cycle_request(state, &mut owned, pod);
+        req.map_or(0, |req| Self::score_node(&self.read().nodes, req, node))
     }
 
     fn score_nodes(
@@ -220,14 +206,15 @@ impl Score for NodeNUMAResource {
     ) {
         let mut owned = None;
         if let Ok(req) = self.cycle_request(state, &mut owned, pod) {
-            score_each(nodes, verdicts, out, |node| self.score_node(req, node));
+            let numa = &self.read().nodes;
+            score_each(nodes, verdicts, out, |node| Self::score_node(numa, req, node));
         }
     }
 }
 
 impl Reserve for NodeNUMAResource {
     fn reserve(
-        &mut self,
+        &self,
         _: &CycleContext,
         state: &CycleState,
         pod: &PodInfo,
@@ -237,20 +224,18 @@ impl Reserve for NodeNUMAResource {
             // Skipped at PreFilter (no requests): nothing to reserve.
             return Ok(());
         };
-        let numa = self.node_mut(node);
+        let mut numa_state = self.write();
+        let numa = node_mut(&mut numa_state.nodes, node);
         let result = reserve(req, &numa.topology, &numa.allocation).map_err(rejection)?;
         if !result.is_empty() {
             result.record(&mut numa.allocation, pod.key());
         }
-        self.reserved.insert(pod.key().into(), result);
+        numa_state.reserved.insert(pod.key().into(), result);
         Ok(())
     }
 
-    fn unreserve(&mut self, _: &CycleContext, pod: &PodInfo, node: &NodeInfo) {
-        self.reserved.remove(pod.key());
-        if let Some(Some(numa)) = self.nodes.get_mut(node.id().index()) {
-            numa.allocation.release(pod.key());
-        }
+    fn unreserve(&self, _: &CycleContext, pod: &PodInfo, node: &NodeInfo) {
+        self.write().release(pod, node.id());
     }
 }
 
@@ -263,8 +248,9 @@ impl PreBind for NodeNUMAResource {
         _: &NodeInfo,
         request: &mut BindRequest,
     ) -> Result<(), Rejection> {
+        let numa_state = self.read();
         let (Some(req), Some(result)) =
-            (state.read::<PodNumaRequest>(), self.reserved.get(pod.key()))
+            (state.read::<PodNumaRequest>(), numa_state.reserved.get(pod.key()))
         else {
             return Ok(());
         };
@@ -281,24 +267,55 @@ impl PreBind for NodeNUMAResource {
     }
 }
 
+impl ReportFacts for NodeNUMAResource {
+    /// What Reserve took for the pod, once it has: the data of the
+    /// `resource-status` annotation PreBind writes.
+    fn pod_facts(
+        &self,
+        _: &CycleContext,
+        _: &CycleState,
+        pod: &PodInfo,
+        node: Option<&NodeInfo>,
+    ) -> Option<Facts> {
+        node?;
+        let result = self.read().reserved.get(pod.key()).cloned()?;
+        (!result.is_empty()).then(|| Facts::new(NumaAllocationFacts::new(&result)))
+    }
+}
+
+impl NumaState {
+    /// Forgets what `pod` holds on `node` and what Reserve chose for it.
+    fn release(&mut self, pod: &PodInfo, node: NodeId) {
+        self.reserved.remove(pod.key());
+        if let Some(numa) = self.nodes.get_mut(node) {
+            numa.allocation.release(pod.key());
+        }
+    }
+}
+
+/// The node's state, created from its object on first use.
+fn node_mut<'a>(nodes: &'a mut PerNode<NumaNode>, node: &NodeInfo) -> &'a mut NumaNode {
+    nodes.get_or_insert_with(node.id(), || NumaNode {
+        topology: NodeTopology::from_node(node.view()),
+        allocation: NodeAllocation::default(),
+    })
+}
+
 impl ClusterEventHandler for NodeNUMAResource {
-    fn on_event(&mut self, event: &ClusterEvent<'_>) {
+    fn on_event(&self, event: &ClusterEvent<'_>) {
+        let mut state = self.write();
         match *event {
             ClusterEvent::NodeAdded(node) | ClusterEvent::NodeUpdated(node) => {
                 let topology = NodeTopology::from_node(node.view());
-                self.node_mut(node).topology = topology;
+                node_mut(&mut state.nodes, node).topology = topology;
             }
-            ClusterEvent::NodeRemoved { id, .. } => {
-                if let Some(slot) = self.nodes.get_mut(id.index()) {
-                    *slot = None;
-                }
-            }
+            ClusterEvent::NodeRemoved { id, .. } => state.nodes.remove(id),
             ClusterEvent::PodAdded { pod, node, .. } => {
                 // A bound pod's cpuset, as its annotation records it. A
                 // malformed annotation holds nothing (kolo cannot know
                 // which CPUs it meant); its pod still runs.
                 if let Ok(Some(held)) = pod_allocation_from_status(pod.view()) {
-                    self.node_mut(node).allocation.add(
+                    node_mut(&mut state.nodes, node).allocation.add(
                         pod.key(),
                         held.cpuset,
                         held.exclusive_policy,
@@ -306,12 +323,7 @@ impl ClusterEventHandler for NodeNUMAResource {
                     );
                 }
             }
-            ClusterEvent::PodRemoved { pod, node } => {
-                self.reserved.remove(pod.key());
-                if let Some(Some(numa)) = self.nodes.get_mut(node.index()) {
-                    numa.allocation.release(pod.key());
-                }
-            }
+            ClusterEvent::PodRemoved { pod, node } => state.release(pod, node),
             ClusterEvent::NodeMetricUpdated { .. } | ClusterEvent::NodeMetricRemoved { .. } => {}
         }
     }

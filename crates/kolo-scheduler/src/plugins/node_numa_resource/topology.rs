@@ -304,120 +304,55 @@ impl NodeTopology {
     ///   manager policy Koordinator reads from the NRT is not available.
     pub fn from_node(node: &NodeView) -> NodeTopology {
         let mut problems = Vec::new();
-        let mut topology_ok = true;
-        let topology = node
-            .annotation(annotation::NODE_CPU_TOPOLOGY)
+        let annotated = node.annotation(annotation::NODE_CPU_TOPOLOGY);
+        let topology = annotated
             .and_then(|json| CpuTopology::from_annotation(json).map_err(|e| problems.push(e)).ok());
-        if node.annotation(annotation::NODE_CPU_TOPOLOGY).is_some() && topology.is_none() {
-            topology_ok = false;
-        }
-
-        let mut reserved = CpuSet::new();
-        let mut note =
-            |r: Result<CpuSet, AnnotationError>, problems: &mut Vec<AnnotationError>| match r {
-                Ok(cpus) => reserved.union_with(&cpus),
-                Err(e) => {
-                    problems.push(e);
-                    topology_ok = false;
-                }
-            };
-        if let Some(json) = node.annotation(annotation::NODE_POD_CPU_ALLOCS) {
-            note(
-                parse_pod_cpu_allocs(json).map(|allocs| {
-                    allocs
-                        .iter()
-                        .filter(|a| a.managed_by_kubelet)
-                        .fold(CpuSet::new(), |acc, a| acc.union(&a.cpuset))
-                }),
-                &mut problems,
-            );
-        }
-        let mut kubelet_full_pcpus = false;
-        if let Some(json) = node.annotation(KUBELET_CPU_MANAGER_POLICY) {
-            note(
-                KubeletCpuManagerPolicy::parse(json).map(|k| {
-                    kubelet_full_pcpus = k.full_pcpus_only();
-                    k.reserved_cpus
-                }),
-                &mut problems,
-            );
-        }
-        if let Some(json) = node.annotation(annotation::NODE_RESERVATION) {
-            note(parse_node_reservation_cpus(json), &mut problems);
-        }
-        if let Some(json) = node.annotation(annotation::NODE_SYSTEM_QOS_RESOURCE) {
-            note(
-                SystemQosResource::parse(json)
-                    .map(|s| if s.cpuset_exclusive { s.cpuset } else { CpuSet::new() }),
-                &mut problems,
-            );
-        }
-
-        let mut label_value =
-            |key: &'static str, parse: fn(&str) -> Option<_>, expected: fn() -> String| {
-                parse_label(key, node.label(key), parse, expected)
-                    .map_err(|e| problems.push(e))
-                    .ok()
-                    .flatten()
-            };
-        let bind_label = label_value(
+        let held = HeldCpus::read(node, &mut problems);
+        let bind_label = read_label(
+            node,
             label::NODE_CPU_BIND_POLICY,
             NodeCpuBindPolicy::parse,
             NodeCpuBindPolicy::expected,
+            &mut problems,
         );
         // kubelet's static policy with full-pcpus-only rejects anything but
         // whole cores, so it wins over a SpreadByPCPUs label.
-        let cpu_bind_policy = if kubelet_full_pcpus {
+        let cpu_bind_policy = if held.kubelet_full_pcpus {
             NodeCpuBindPolicy::FullPCPUsOnly
         } else {
             bind_label.unwrap_or(NodeCpuBindPolicy::None)
         };
-        let numa_policy = parse_label(
+        let numa_policy = read_label(
+            node,
             label::NODE_NUMA_TOPOLOGY_POLICY,
-            node.label(label::NODE_NUMA_TOPOLOGY_POLICY),
             NumaTopologyPolicy::parse,
             NumaTopologyPolicy::expected,
+            &mut problems,
         )
-        .map_err(|e| problems.push(e))
-        .ok()
-        .flatten()
         .unwrap_or(NumaTopologyPolicy::None);
-        let numa_allocate_strategy = parse_label(
+        let numa_allocate_strategy = read_label(
+            node,
             label::NODE_NUMA_ALLOCATE_STRATEGY,
-            node.label(label::NODE_NUMA_ALLOCATE_STRATEGY),
             NumaAllocateStrategy::parse,
             NumaAllocateStrategy::expected,
-        )
-        .map_err(|e| problems.push(e))
-        .ok()
-        .flatten();
-
-        let cpu_amplification_ratio = node
-            .annotation(annotation::NODE_RESOURCE_AMPLIFICATION_RATIO)
-            .and_then(|json| match serde_json::from_str::<BTreeMap<String, f64>>(json) {
-                Ok(ratios) => ratios.get("cpu").copied().filter(|r| *r > 1.0 && r.is_finite()),
-                Err(e) => {
-                    problems.push(AnnotationError {
-                        key: annotation::NODE_RESOURCE_AMPLIFICATION_RATIO,
-                        field: "(json)",
-                        reason: e.to_string(),
-                    });
-                    None
-                }
-            });
+            &mut problems,
+        );
+        let cpu_amplification_ratio = cpu_amplification_ratio(node, &mut problems);
 
         let allocatable = *node.allocatable();
         let numa_allocatable = match &topology {
-            Some(t) if t.is_valid() => split_allocatable(t, &reserved, &allocatable),
+            Some(t) if t.is_valid() => split_allocatable(t, &held.cpus, &allocatable),
             _ => Vec::new(),
         };
-        let topology_usable = topology_ok && topology.as_ref().is_some_and(CpuTopology::is_valid);
+        let topology_read = annotated.is_none() || topology.is_some();
+        let topology_usable =
+            topology_read && held.readable && topology.as_ref().is_some_and(CpuTopology::is_valid);
         NodeTopology {
             plain: cpu_bind_policy == NodeCpuBindPolicy::None
                 && numa_policy == NumaTopologyPolicy::None,
             topology,
             topology_usable,
-            reserved_cpus: reserved,
+            reserved_cpus: held.cpus,
             cpu_bind_policy,
             numa_policy,
             numa_allocate_strategy,
@@ -580,6 +515,86 @@ fn split_allocatable(
             }
         })
         .collect()
+}
+
+/// The CPUs others hold on a node, by its annotations: kubelet's static
+/// CPU manager (its pods' CPUs and its reserved CPUs), the node
+/// reservation, the system-QoS exclusive cpuset.
+struct HeldCpus {
+    cpus: CpuSet,
+    /// kubelet's static policy with `full-pcpus-only`.
+    kubelet_full_pcpus: bool,
+    /// Every such annotation could be read (otherwise kolo cannot know
+    /// which CPUs are free).
+    readable: bool,
+}
+
+impl HeldCpus {
+    fn read(node: &NodeView, problems: &mut Vec<AnnotationError>) -> HeldCpus {
+        let mut held = HeldCpus { cpus: CpuSet::new(), kubelet_full_pcpus: false, readable: true };
+        let mut note = |r: Result<CpuSet, AnnotationError>| match r {
+            Ok(cpus) => held.cpus.union_with(&cpus),
+            Err(e) => {
+                problems.push(e);
+                held.readable = false;
+            }
+        };
+        if let Some(json) = node.annotation(annotation::NODE_POD_CPU_ALLOCS) {
+            note(parse_pod_cpu_allocs(json).map(|allocs| {
+                allocs
+                    .iter()
+                    .filter(|a| a.managed_by_kubelet)
+                    .fold(CpuSet::new(), |acc, a| acc.union(&a.cpuset))
+            }));
+        }
+        let mut kubelet_full_pcpus = false;
+        if let Some(json) = node.annotation(KUBELET_CPU_MANAGER_POLICY) {
+            note(KubeletCpuManagerPolicy::parse(json).map(|k| {
+                kubelet_full_pcpus = k.full_pcpus_only();
+                k.reserved_cpus
+            }));
+        }
+        if let Some(json) = node.annotation(annotation::NODE_RESERVATION) {
+            note(parse_node_reservation_cpus(json));
+        }
+        if let Some(json) = node.annotation(annotation::NODE_SYSTEM_QOS_RESOURCE) {
+            note(
+                SystemQosResource::parse(json)
+                    .map(|s| if s.cpuset_exclusive { s.cpuset } else { CpuSet::new() }),
+            );
+        }
+        held.kubelet_full_pcpus = kubelet_full_pcpus;
+        held
+    }
+}
+
+/// A policy label of a node, read strictly: a malformed value is a
+/// problem and reads as unset.
+fn read_label<T>(
+    node: &NodeView,
+    key: &'static str,
+    parse: fn(&str) -> Option<T>,
+    expected: fn() -> String,
+    problems: &mut Vec<AnnotationError>,
+) -> Option<T> {
+    parse_label(key, node.label(key), parse, expected).map_err(|e| problems.push(e)).ok().flatten()
+}
+
+/// The node's cpu amplification ratio, if above 1 (a malformed annotation
+/// is a problem and reads as none).
+fn cpu_amplification_ratio(node: &NodeView, problems: &mut Vec<AnnotationError>) -> Option<f64> {
+    let json = node.annotation(annotation::NODE_RESOURCE_AMPLIFICATION_RATIO)?;
+    match serde_json::from_str::<BTreeMap<String, f64>>(json) {
+        Ok(ratios) => ratios.get("cpu").copied().filter(|r| *r > 1.0 && r.is_finite()),
+        Err(e) => {
+            problems.push(AnnotationError {
+                key: annotation::NODE_RESOURCE_AMPLIFICATION_RATIO,
+                field: "(json)",
+                reason: e.to_string(),
+            });
+            None
+        }
+    }
 }
 
 #[cfg(test)]
