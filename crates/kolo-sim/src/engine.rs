@@ -39,14 +39,16 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::jiff::SignedDuration;
-use kolo_agent::qos::{PodStateError, Strategy};
+use kolo_agent::qos::{PodStateError, Probe};
 use kolo_core::clock::Timestamp;
 use kolo_core::node::NodeView;
 use kolo_core::usage_report::NodeUsageReport;
 use kolo_manager::config::ColocationStrategy;
+use kolo_manager::nodemetric::node_metric_spec;
 use kolo_manager::noderesource::node_strategy;
 use kolo_manager::nodeslo::render_node_slo;
 use kolo_scheduler::binder::{BindCompletion, BindRequest, Binder};
@@ -311,17 +313,16 @@ struct NodeLane<'a> {
     start: Timestamp,
     /// Whether the agents run their strategies this step.
     agent: bool,
-    /// Whether the nodes report this step: with the manager (co-location
-    /// enabled in the cluster or not) or without, and the report interval.
-    report: Option<(Option<bool>, u64)>,
+    /// Whether the nodes report at all: with the manager (co-location
+    /// enabled in the cluster or not) or without; each node when its
+    /// agent's report interval says ([`agent::report_due`]).
+    report: Option<Option<bool>>,
+    /// The scenario's report interval, seconds (until a spec is seen).
+    report_interval: u64,
 }
 
 /// Advances one node by a step (see the module docs for what that does).
-fn advance_node(
-    node: &mut SimNode,
-    strategies: &[Box<dyn Strategy>],
-    lane: &NodeLane,
-) -> Result<NodeOutcome, EngineError> {
+fn advance_node(node: &mut SimNode, lane: &NodeLane) -> Result<NodeOutcome, EngineError> {
     agent::read_started(node, lane.paths).map_err(|(pod, source)| EngineError::Agent {
         policy: lane.policy.to_string(),
         pod,
@@ -340,15 +341,19 @@ fn advance_node(
         }
     }
     node.exits = exits;
-    if lane.agent {
-        for (id, _strategy) in agent::round(node, strategies, lane.now) {
+    if lane.agent
+        && let Some(round) = agent::round(node, lane.now, Probe::Slow)
+    {
+        for id in round.plan.evictions.iter().filter_map(|e| pod_id(&e.uid)) {
             if let Some(pod) = node.remove(id) {
                 left.push((id, pod.view.shared_key().clone(), State::Evicted));
             }
         }
     }
     let (mut report, mut updated) = (None, None);
-    if let Some((manager, interval)) = lane.report {
+    if let Some(manager) = lane.report
+        && let Some(interval) = agent::report_due(node, lane.inputs.t, lane.report_interval)
+    {
         let r = manager::report(node, manager, interval, lane.now);
         report = Some(r.metric);
         if r.allocatable_changed {
@@ -415,11 +420,10 @@ pub fn run(
             start: run.start,
             agent: slo.is_some() && tick(model.agent_interval_seconds),
             // Without an agent (baseline kinds) nobody reports a NodeMetric.
-            report: (slo.is_some() && tick(model.report_interval_seconds)).then(|| {
-                let manager =
-                    slo.map(|s| s.colocation.as_ref().is_some_and(|c| c.cluster.is_enabled()));
-                (manager, model.report_interval_seconds)
+            report: slo.is_some().then(|| {
+                slo.map(|s| s.colocation.as_ref().is_some_and(|c| c.cluster.is_enabled()))
             }),
+            report_interval: model.report_interval_seconds,
         };
         let cluster_side = || -> Result<Vec<Start>, EngineError> {
             if let Some(previous) = previous.take() {
@@ -442,7 +446,7 @@ pub fn run(
                     now: lane.now,
                     nodes: nodes
                         .par_iter_mut()
-                        .map_init(agent::strategies, |s, n| advance_node(n, s, &lane))
+                        .map(|n| advance_node(n, &lane))
                         .collect::<Result<_, _>>()?,
                 })
             })
@@ -476,6 +480,7 @@ impl<'a> Run<'a> {
             Scheduler::new(&policy.scheduler, &registry(), DEFAULT_PLUGINS, binder.clone())
                 .map_err(|source| EngineError::Scheduler { policy: policy.name.clone(), source })?;
         let paths = agent::pod_paths();
+        let strategies = agent::strategies();
         let colocation = policy.slo.as_ref().and_then(|s| s.colocation.clone());
         let mut nodes = Vec::with_capacity(scenario.node_count());
         let model = &scenario.model;
@@ -509,12 +514,6 @@ impl<'a> Run<'a> {
                     (model.system_cpu * 1000.0, model.system_memory_gib * GIB),
                     strategy,
                 );
-                if !policy.aggregated_windows.is_empty() {
-                    node.usage_history = Some(crate::usage_history::UsageHistory::new(
-                        scenario.step_seconds,
-                        &policy.aggregated_windows,
-                    ));
-                }
                 if let Some(slo) = &policy.slo {
                     let spec = render_node_slo(
                         &slo.slo,
@@ -523,7 +522,19 @@ impl<'a> Run<'a> {
                         &BTreeMap::<String, String>::new(),
                     )
                     .spec;
-                    node.agent = Some(AgentSide::new(&node, spec, &paths, start));
+                    let metric_spec = node_metric_spec(colocation.as_ref().map(|_| &node.strategy));
+                    let specs = (spec, Some(metric_spec));
+                    let until_spec = Duration::from_secs(model.report_interval_seconds);
+                    let strategies = Arc::clone(&strategies);
+                    node.agent =
+                        Some(AgentSide::new(&node, specs, strategies, until_spec, &paths, start));
+                }
+                let windows = policy.aggregated_windows(&agent::reported_windows(&node));
+                if !windows.is_empty() {
+                    node.usage_history = Some(crate::usage_history::UsageHistory::new(
+                        scenario.step_seconds,
+                        &windows,
+                    ));
                 }
                 scheduler.apply_node(object, start).map_err(|source| EngineError::Apply {
                     policy: policy.name.clone(),
