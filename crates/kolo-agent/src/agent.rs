@@ -425,10 +425,7 @@ impl<S: PodSource> Agent<S> {
                 .map_or(CpuMem::default(), |n| cpu_mem(n.cpu_cores, n.memory_bytes)),
             be_cpus: CpuSet::from_range(0, cpus - 1),
             cpu_cores: BTreeMap::new(),
-            be: BeGroupState {
-                cpuset: self.cgroups.cpuset_cpus(&be_dir).ok(),
-                cfs_quota_us: self.cgroups.cfs_quota_us(&be_dir).ok().map(|q| q.unwrap_or(-1)),
-            },
+            be: be_group_state(&self.cgroups, &be_dir),
             be_dir,
             pods,
             features: Features {
@@ -637,6 +634,16 @@ impl<S: PodSource> Agent<S> {
     /// The node's allocatable used for prodReclaimable.
     pub fn allocatable(&self) -> &ResourceVector {
         &self.allocatable
+    }
+}
+
+/// The BE QoS cgroup `be_dir`'s current cpuset and CFS quota (`-1`:
+/// unlimited), as the suppression strategies adjust from; each `None` when
+/// it cannot be read.
+pub fn be_group_state(cgroups: &Cgroups, be_dir: &CgroupDir) -> BeGroupState {
+    BeGroupState {
+        cpuset: cgroups.cpuset_cpus(be_dir).ok(),
+        cfs_quota_us: cgroups.cfs_quota_us(be_dir).ok().map(|q| q.unwrap_or(-1)),
     }
 }
 

@@ -100,7 +100,12 @@ impl AgentSide {
             be_cpus: CpuSet::from_range(0, cpus - 1),
             cpu_cores: node.cores.clone(),
             be_dir: paths.qos_dir(KubeQoSClass::BestEffort).clone(),
-            be: BeGroupState { cpuset: None, cfs_quota_us: Some(-1) },
+            // A new BE cgroup: every CPU, no quota (what a real node's
+            // agent reads at start).
+            be: BeGroupState {
+                cpuset: Some(CpuSet::from_range(0, cpus - 1)),
+                cfs_quota_us: Some(-1),
+            },
             pods: Vec::new(),
             features: Features {
                 cpu_idle: true,
