@@ -181,9 +181,12 @@ impl QosLoop {
 
     /// Sets the node's NodeMetric spec, as the manager wrote it (`None`:
     /// none seen, or deleted: the defaults, reporting every
-    /// `report_interval_until_spec`). A spec equal to the one in force
-    /// changes nothing.
+    /// `report_interval_until_spec`). A spec without a
+    /// `metricCollectPolicy` counts as none: it is the empty object the
+    /// agent creates itself when the manager has not (yet). A spec equal
+    /// to the one in force changes nothing.
     pub fn set_node_metric_spec(&mut self, spec: Option<NodeMetricSpec>) {
+        let spec = spec.filter(|s| s.metric_collect_policy.is_some());
         if spec == self.metric_spec {
             return;
         }
@@ -415,6 +418,7 @@ mod tests {
             (Some(spec(45, &["1m0s"])), 45, vec![60], 1),
             (Some(spec(5, &["2m0s", "10m0s"])), 30, vec![120, 600], 2),
             (None, 60, vec![300, 600, 1800], 3),
+            (Some(NodeMetricSpec::default()), 60, vec![300, 600, 1800], 3),
         ];
         for (spec, report, windows, generation) in cases {
             q.set_node_metric_spec(spec.clone());
