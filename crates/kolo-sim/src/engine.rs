@@ -687,17 +687,7 @@ impl<'a> Run<'a> {
                 PodClass::Ls => self.workload.ls[r.source].cpu_request,
                 _ => self.workload.batch[r.source].cpu_request,
             } as f64;
-            let pod = NodePod {
-                id: id as u32,
-                view,
-                cpu_request,
-                work,
-                cpu: 0.0,
-                memory: 0.0,
-                window_cpu: 0.0,
-                window_memory: 0.0,
-                window_time: 0.0,
-            };
+            let pod = NodePod::new(id as u32, view, cpu_request, work);
             started.push(Start { node: n, pod, object });
         }
         Ok(started)

@@ -174,17 +174,7 @@ fn sim_node() -> SimNode {
             },
             _ => Work::Be { demand: 1000.0, left: 1e12, memory: 0.0 },
         };
-        let pod_model = NodePod {
-            id,
-            view: Box::new(view),
-            cpu_request: 1000.0,
-            work,
-            cpu: 0.0,
-            memory: 0.0,
-            window_cpu: 0.0,
-            window_memory: 0.0,
-            window_time: 0.0,
-        };
+        let pod_model = NodePod::new(id, Box::new(view), 1000.0, work);
         node.start(pod_model, Some(Arc::new(pod)));
     }
     read_started(&mut node, &paths).unwrap();

@@ -6,6 +6,7 @@
 mod common;
 mod e2e_common;
 
+use std::path::Path;
 use std::time::Duration;
 
 use common::{cleanup, kubectl, run};
@@ -24,21 +25,7 @@ fn agent_reports_its_node_metric_and_follows_its_node_slo() {
     let dir = tempfile::tempdir().unwrap();
     let pods = dir.path().join("pods.json");
     std::fs::write(&pods, kolo_agent::sandbox::pods_file(&[])).unwrap();
-    let args = [
-        "agent",
-        "cluster",
-        "--kubeconfig",
-        config.to_str().unwrap(),
-        "--pods",
-        pods.to_str().unwrap(),
-        "--node-name",
-        &node,
-        "--interval-ms",
-        "200",
-        "--report-interval-seconds",
-        "1",
-        "--dry-run",
-    ];
+    let args = agent_args(&config, &pods, &node, &[]);
     let agent = Daemon::start("e2e-agent", &args);
 
     // The NodeMetric appears with this machine's usage.
@@ -99,8 +86,11 @@ fn agent_reports_on_the_interval_of_the_spec_the_manager_writes() {
     let node = format!("{id}-node");
     e2e_common::install_crds(&config);
     run(kubectl(&config).args(["create", "namespace", &id]), None);
-    let _cleanup =
-        ManagerCleanup { config: config.clone(), node: node.clone(), namespace: id.clone() };
+    let _cleanup = e2e_common::NodeCleanup {
+        config: config.clone(),
+        node: node.clone(),
+        namespace: id.clone(),
+    };
     // A node with an LS and a BE pod (real cgroups; nothing is written
     // to them: --dry-run).
     let mut refs = Vec::new();
@@ -113,25 +103,8 @@ fn agent_reports_on_the_interval_of_the_spec_the_manager_writes() {
     let dir = tempfile::tempdir().unwrap();
     let pods = dir.path().join("pods.json");
     std::fs::write(&pods, kolo_agent::sandbox::pods_file(&refs)).unwrap();
-    let args = [
-        "agent",
-        "cluster",
-        "--kubeconfig",
-        config.to_str().unwrap(),
-        "--pods",
-        pods.to_str().unwrap(),
-        "--node-name",
-        &node,
-        "--cgroup-driver",
-        "cgroupfs",
-        "--kubelet-cgroup-root",
-        sandbox.name(),
-        "--interval-ms",
-        "200",
-        "--report-interval-seconds",
-        "1",
-        "--dry-run",
-    ];
+    let cgroups = ["--cgroup-driver", "cgroupfs", "--kubelet-cgroup-root", sandbox.name()];
+    let args = agent_args(&config, &pods, &node, &cgroups);
     let agent = Daemon::start("e2e-agent-spec", &args);
 
     // Before any spec: a report every second.
@@ -191,20 +164,15 @@ fn agent_reports_on_the_interval_of_the_spec_the_manager_writes() {
     assert_eq!(windows, ["1m0s"], "the spec's aggregation window only: {next}");
 }
 
-struct ManagerCleanup {
-    config: std::path::PathBuf,
-    node: String,
-    namespace: String,
-}
-
-impl Drop for ManagerCleanup {
-    fn drop(&mut self) {
-        let steps = vec![
-            vec!["delete", "node", &self.node, "--ignore-not-found"],
-            vec!["delete", "nodemetric,nodeslo", &self.node, "--ignore-not-found"],
-            vec!["delete", "configmap", "--all", "-n", &self.namespace],
-            vec!["delete", "namespace", &self.namespace, "--wait=false"],
-        ];
-        cleanup(&self.config, &steps, &self.namespace);
-    }
+/// `kolo agent cluster` for `node` with the pods of `pods`: a tick every
+/// 200 ms, a report every second until a NodeMetric spec says otherwise,
+/// nothing written to cgroups; then `extra`.
+fn agent_args(config: &Path, pods: &Path, node: &str, extra: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = ["agent", "cluster", "--kubeconfig"].map(String::from).to_vec();
+    args.push(config.display().to_string());
+    args.extend(["--pods".to_string(), pods.display().to_string(), "--node-name".into()]);
+    args.push(node.to_string());
+    let rest = ["--interval-ms", "200", "--report-interval-seconds", "1", "--dry-run"];
+    args.extend(rest.iter().chain(extra).map(|s| s.to_string()));
+    args
 }
