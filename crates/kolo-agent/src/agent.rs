@@ -39,7 +39,8 @@ use crate::predictor::CpuMem;
 use crate::predictor::reclaimable::ReclaimConfig;
 use crate::predictor::{PredictServer, PredictorConfig, checkpoint};
 use crate::qos::{
-    BeGroupState, BeUsageWindow, CfsState, EvictionHistory, Features, NodeState, PodState,
+    BeGroupState, BeUsageWindow, CfsState, CollectSettings, EvictionHistory, Features, NodeState,
+    PodState, SurgeThresholds,
 };
 use crate::sample::{NodeSample, PodSample};
 use crate::store::{Entity, Metric, MetricStore, StoreConfig};
@@ -141,9 +142,6 @@ pub struct AgentStats {
 pub struct Agent<S> {
     config: AgentConfig,
     cgroups: Arc<Cgroups>,
-    started: Option<Timestamp>,
-    last_cpu_eviction: Option<Timestamp>,
-    last_memory_eviction: Option<Timestamp>,
     node: NodeCollector,
     /// The fast path's open counters (`None` until first used, or when
     /// the layout has no CPU accounting files).
@@ -158,7 +156,7 @@ pub struct Agent<S> {
     /// round: the fast path compares against it every probe).
     sampled_be_cores: f64,
     /// Whether rounds read the CFS state of LS containers with CPU limits
-    /// (see [`Agent::set_collect_cfs`]); on until the caller says otherwise,
+    /// (see [`Agent::set_collect`]); on until the caller says otherwise,
     /// so quotas a previous agent raised are seen and reset.
     collect_cfs: bool,
     cfs: BTreeMap<CgroupDir, CfsState>,
@@ -213,9 +211,6 @@ impl<S: PodSource> Agent<S> {
         Ok(Agent {
             scheduler,
             cgroups: Arc::clone(&cgroups),
-            started: None,
-            last_cpu_eviction: None,
-            last_memory_eviction: None,
             node: NodeCollector::new(&config.proc_root, &config.sys_root),
             fast: None,
             fast_be_cores: None,
@@ -247,7 +242,6 @@ impl<S: PodSource> Agent<S> {
     /// One collection round at `now`.
     pub fn tick(&mut self, now: Timestamp) -> TickReport {
         let started = std::time::Instant::now();
-        self.started.get_or_insert(now);
         let mut report = TickReport::default();
         self.sync_pods(now, &mut report);
         let node = match self.node.collect(now) {
@@ -384,7 +378,9 @@ impl<S: PodSource> Agent<S> {
     /// The node as the QoS strategies see it, from the last round: usage,
     /// pods with their usage, the BE QoS cgroup's current cpuset and CFS
     /// quota, and the kernel's features. Pods whose objects cannot be used
-    /// are left out (the collection round already reported them).
+    /// are left out (the collection round already reported them). The
+    /// eviction history is empty: the QoS loop keeps it
+    /// ([`crate::qos::QosLoop::round`]).
     pub fn node_state(&self, now: Timestamp) -> NodeState {
         let be_dir = self.cgroups.pod_paths().qos_dir(KubeQoSClass::BestEffort).clone();
         let samples: std::collections::HashMap<&str, &PodSample> =
@@ -429,10 +425,7 @@ impl<S: PodSource> Agent<S> {
                 .map_or(CpuMem::default(), |n| cpu_mem(n.cpu_cores, n.memory_bytes)),
             be_cpus: CpuSet::from_range(0, cpus - 1),
             cpu_cores: BTreeMap::new(),
-            be: BeGroupState {
-                cpuset: self.cgroups.cpuset_cpus(&be_dir).ok(),
-                cfs_quota_us: self.cgroups.cfs_quota_us(&be_dir).ok().map(|q| q.unwrap_or(-1)),
-            },
+            be: be_group_state(&self.cgroups, &be_dir),
             be_dir,
             pods,
             features: Features {
@@ -443,27 +436,37 @@ impl<S: PodSource> Agent<S> {
                 eevdf: self.scheduler == Some(FairScheduler::Eevdf),
             },
             version: self.cgroups.version(),
-            evictions: EvictionHistory {
-                started: self.started,
-                last_cpu: self.last_cpu_eviction,
-                last_memory: self.last_memory_eviction,
-            },
+            evictions: EvictionHistory::default(),
             cfs: self.cfs.clone(),
             be_usage_window: self.be_usage_window(now),
         }
     }
 
-    /// Turns the collection of [`NodeState::cfs`] on or off (the QoS loop
-    /// asks [`crate::qos::cfs_quota_burst::needs_cfs_state`] each round).
-    /// Off, rounds read nothing more and the state is dropped.
-    pub fn set_collect_cfs(&mut self, on: bool) {
-        self.collect_cfs = on;
+    /// Follows the collector settings of the QoS loop's last round: the
+    /// collection of [`NodeState::cfs`] on or off (off, rounds read nothing
+    /// more and the state is dropped), and the window over which
+    /// [`NodeState::be_usage_window`] averages the BE pods' CPU.
+    pub fn set_collect(&mut self, settings: &CollectSettings) {
+        self.collect_cfs = settings.cfs_state;
+        self.be_window = settings.be_usage_window;
     }
 
-    /// Sets the window over which [`NodeState::be_usage_window`] averages
-    /// the BE pods' CPU (`cpuEvictTimeWindowSeconds`; `None`: not needed).
-    pub fn set_be_usage_window(&mut self, window: Option<Duration>) {
-        self.be_window = window;
+    /// Follows a NodeMetric spec (the manager's, or the defaults) and its
+    /// collect policy: the NodeMetric reports it, its status uses the
+    /// policy's aggregation window and durations, and the store keeps as
+    /// much history as they need from now on.
+    pub fn set_metric_spec(&mut self, spec: NodeMetricSpec, policy: CollectPolicy) {
+        for d in &policy.invalid_durations {
+            tracing::warn!(duration = %d, "NodeMetric spec: aggregation duration skipped (not a Go duration, or zero)");
+        }
+        self.store.reconfigure(StoreConfig::for_policy(self.config.interval, &policy));
+        self.policy = policy;
+        self.config.spec = spec;
+    }
+
+    /// The NodeMetric spec the agent follows.
+    pub fn metric_spec(&self) -> &NodeMetricSpec {
+        &self.config.spec
     }
 
     /// The BE pods' CPU averaged over the configured window, from the
@@ -539,7 +542,7 @@ impl<S: PodSource> Agent<S> {
     /// of waiting for the next round. The surge then shows up as usage the
     /// BE pods do not explain, which suppression subtracts from the BE
     /// budget, so BE is throttled within one probe interval.
-    pub fn fast_probe(&mut self, now: Timestamp, jump: f64, hot: f64) -> bool {
+    pub fn fast_probe(&mut self, now: Timestamp, thresholds: SurgeThresholds) -> bool {
         if self.fast.is_none() {
             let be_dir = self.cgroups.pod_paths().qos_dir(KubeQoSClass::BestEffort).clone();
             match FastProbe::new(&self.cgroups, &be_dir) {
@@ -555,8 +558,8 @@ impl<S: PodSource> Agent<S> {
         let rule = SurgeRule {
             capacity_cores: self.allocatable.get(ResourceName::Cpu).unwrap_or(1000).max(1) as f64
                 / 1000.0,
-            hot,
-            jump,
+            hot: thresholds.hot,
+            jump: thresholds.jump,
         };
         if !rule.is_surge(&reading, self.seen_non_be_cores()) {
             return false;
@@ -593,25 +596,9 @@ impl<S: PodSource> Agent<S> {
         self.pod_states.iter().any(PodState::is_be)
     }
 
-    /// Applies a plan's cgroup writes (in a safe order, skipping values
-    /// already set). Evictions are not carried out here.
-    pub fn apply_writes(&self, plan: &crate::qos::Plan) -> crate::cgroup::ApplyReport {
-        let writes: Vec<_> = plan.writes.iter().map(|w| w.write.clone()).collect();
-        self.cgroups.executor().apply(&writes)
-    }
-
-    /// Records that `strategy` evicted at `now` (for its cool-down).
-    pub fn note_eviction(&mut self, strategy: &str, now: Timestamp) {
-        if strategy == crate::qos::memory_evict::NAME {
-            self.last_memory_eviction = Some(now);
-        } else {
-            self.last_cpu_eviction = Some(now);
-        }
-    }
-
-    /// A standalone evictor over the node's cgroups.
-    pub fn kill_evictor(&self) -> crate::evict::KillEvictor {
-        crate::evict::KillEvictor::new(Arc::clone(&self.cgroups))
+    /// The node's cgroups (where plans are written).
+    pub fn cgroups(&self) -> &Arc<Cgroups> {
+        &self.cgroups
     }
 
     /// The pods the agent knows.
@@ -647,6 +634,16 @@ impl<S: PodSource> Agent<S> {
     /// The node's allocatable used for prodReclaimable.
     pub fn allocatable(&self) -> &ResourceVector {
         &self.allocatable
+    }
+}
+
+/// The BE QoS cgroup `be_dir`'s current cpuset and CFS quota (`-1`:
+/// unlimited), as the suppression strategies adjust from; each `None` when
+/// it cannot be read.
+pub fn be_group_state(cgroups: &Cgroups, be_dir: &CgroupDir) -> BeGroupState {
+    BeGroupState {
+        cpuset: cgroups.cpuset_cpus(be_dir).ok(),
+        cfs_quota_us: cgroups.cfs_quota_us(be_dir).ok().map(|q| q.unwrap_or(-1)),
     }
 }
 

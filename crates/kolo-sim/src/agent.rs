@@ -1,8 +1,13 @@
 //! The agent's act side in the simulator: the node as the QoS strategies
-//! see it ([`NodeState`]), one round of the real strategies
-//! ([`kolo_agent::qos::plan_all`]), and the plan's effects on the simulated
-//! node — the BE group's cpuset or CFS quota becomes the BE CPU cap of the
-//! contention model; evictions remove pods.
+//! see it ([`NodeState`]), one round of the agent's own loop
+//! ([`QosLoop::round`]: rate limit and cool-downs included), and the
+//! plan's effects on the simulated node — the BE group's cpuset or CFS
+//! quota becomes the BE CPU cap of the contention model; evictions remove
+//! pods (and always succeed: the loop hears so).
+//!
+//! The loop follows the node's NodeSLO and NodeMetric spec; the spec's
+//! report interval is when the node reports ([`report_due`]) and its
+//! aggregation durations are the windows its reports carry.
 //!
 //! Only the strategies whose effects the node model represents run:
 //! `cpuSuppress`, `cpuEvict` and `memoryEvict`. The isolation the others
@@ -10,16 +15,17 @@
 //! the contention model assumes ([`crate::contention::Isolation::Idle`]).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use kolo_agent::cgroup::{CgroupDir, CgroupDriver, CgroupVersion, PodPaths, Resource, Value};
 use kolo_agent::pod_ref::PodRef;
 use kolo_agent::predictor::CpuMem;
 use kolo_agent::qos::{
-    BeGroupState, EvictionHistory, Features, NodeState, PodState, PodStateError, Strategy,
-    cpu_evict, cpu_suppress, default_strategies, memory_evict, plan_all,
+    BeGroupState, EvictionHistory, Features, NodeState, PlannedWrite, PodState, PodStateError,
+    Probe, QosLoop, RoundPlan, Strategy, cpu_evict, cpu_suppress, default_strategies, memory_evict,
 };
-use kolo_api::crd::NodeSLOSpec;
+use kolo_api::crd::{NodeMetricSpec, NodeSLOSpec};
 use kolo_api::kube_qos::KubeQoSClass;
 use kolo_core::clock::Timestamp;
 use kolo_core::cpuset::CpuSet;
@@ -32,8 +38,9 @@ use crate::node::SimNode;
 pub const SIMULATED_STRATEGIES: [&str; 3] =
     [cpu_suppress::NAME, cpu_evict::NAME, memory_evict::NAME];
 
-/// The agent's strategies the simulator runs, from the agent's own list.
-pub fn strategies() -> Vec<Box<dyn Strategy>> {
+/// The agent's strategies the simulator runs, from the agent's own list
+/// (one list, shared by every node's loop).
+pub fn strategies() -> Arc<[Box<dyn Strategy>]> {
     default_strategies().into_iter().filter(|s| SIMULATED_STRATEGIES.contains(&s.name())).collect()
 }
 
@@ -57,8 +64,8 @@ pub fn pod_id(uid: &str) -> Option<u32> {
 pub struct AgentSide {
     /// The node as the strategies see it (pods in the node's order).
     pub state: NodeState,
-    /// The node's NodeSLO spec.
-    pub slo: NodeSLOSpec,
+    /// The agent's loop, holding the node's NodeSLO and NodeMetric spec.
+    pub qos: QosLoop,
     /// Pods started on the node whose state the agent has not read yet
     /// (in `SimNode::pods` order after the pods of `state`): they are read
     /// at the node's next step, with the other nodes in parallel, rather
@@ -67,8 +74,17 @@ pub struct AgentSide {
 }
 
 impl AgentSide {
-    /// The agent of `node`, started at `now`.
-    pub fn new(node: &SimNode, slo: NodeSLOSpec, paths: &PodPaths, now: Timestamp) -> AgentSide {
+    /// The agent of `node`, started at `now`, running `strategies` with
+    /// the node's NodeSLO and NodeMetric spec (reporting every
+    /// `report_interval` until it has one).
+    pub fn new(
+        node: &SimNode,
+        specs: (NodeSLOSpec, Option<NodeMetricSpec>),
+        strategies: Arc<[Box<dyn Strategy>]>,
+        report_interval: Duration,
+        paths: &PodPaths,
+        now: Timestamp,
+    ) -> AgentSide {
         let cpus = u32::try_from((node.capacity.0 / 1000).max(1)).unwrap_or(1);
         let mut allocatable = *node.view.allocatable();
         node.extended.apply_to(&mut allocatable);
@@ -84,7 +100,12 @@ impl AgentSide {
             be_cpus: CpuSet::from_range(0, cpus - 1),
             cpu_cores: node.cores.clone(),
             be_dir: paths.qos_dir(KubeQoSClass::BestEffort).clone(),
-            be: BeGroupState { cpuset: None, cfs_quota_us: Some(-1) },
+            // A new BE cgroup: every CPU, no quota (what a real node's
+            // agent reads at start).
+            be: BeGroupState {
+                cpuset: Some(CpuSet::from_range(0, cpus - 1)),
+                cfs_quota_us: Some(-1),
+            },
             pods: Vec::new(),
             features: Features {
                 cpu_idle: true,
@@ -95,14 +116,40 @@ impl AgentSide {
                 eevdf: false,
             },
             version: CgroupVersion::V2,
-            evictions: EvictionHistory { started: Some(now), last_cpu: None, last_memory: None },
+            // The loop's own history goes in at every round.
+            evictions: EvictionHistory::default(),
             // The node model has no CFS quotas of LS containers nor a BE
             // usage history: cfsQuotaBurst and a windowed cpuEvict see none.
             cfs: Default::default(),
             be_usage_window: None,
         };
-        AgentSide { state, slo, started: Vec::new() }
+        let mut qos = QosLoop::new(strategies, report_interval);
+        qos.start(now);
+        qos.set_node_slo(Some(specs.0));
+        qos.set_node_metric_spec(specs.1);
+        AgentSide { state, qos, started: Vec::new() }
     }
+}
+
+/// The windows of `aggregatedNodeUsages` `node` reports: its NodeMetric
+/// spec's (the agent's defaults without an agent).
+pub fn reported_windows(node: &SimNode) -> Vec<Duration> {
+    match &node.agent {
+        Some(a) => a.qos.collect_policy().durations.iter().map(|d| d.duration).collect(),
+        None => crate::usage_history::agent_windows(),
+    }
+}
+
+/// When `node` reports at `t` seconds into the run, the interval its
+/// report covers, seconds: every `reportIntervalSeconds` of its NodeMetric
+/// spec (at least 30 s), else every `default_seconds`.
+pub fn report_due(node: &SimNode, t: f64, default_seconds: u64) -> Option<u64> {
+    let interval = match &node.agent {
+        Some(a) => a.qos.collect().report_interval.as_secs(),
+        None => default_seconds,
+    }
+    .max(1);
+    (t.round() as u64).is_multiple_of(interval).then_some(interval)
 }
 
 /// The strategies' view of a bound pod, already read as `view`. Without
@@ -140,15 +187,11 @@ pub fn refresh_allocatable(node: &mut SimNode) {
 
 /// One round of the agent on `node` at `now`: the last step's usage goes
 /// in, the BE cap is updated from the plan's writes to the BE QoS group,
-/// and the pods to evict come out (engine pod ids, with the strategy).
-pub fn round(
-    node: &mut SimNode,
-    strategies: &[Box<dyn Strategy>],
-    now: Timestamp,
-) -> Vec<(u32, &'static str)> {
-    let Some(agent) = node.agent.as_mut() else { return Vec::new() };
+/// and the plan comes out (its evictions are for the engine to carry out:
+/// the loop already counts them done). `None` without an agent.
+pub fn round(node: &mut SimNode, now: Timestamp, probe: Probe) -> Option<RoundPlan> {
+    let agent = node.agent.as_mut()?;
     let state = &mut agent.state;
-    state.now = now;
     let mut memory = node.system_memory;
     for (p, s) in node.pods.iter().zip(state.pods.iter_mut()) {
         s.usage = Some(CpuMem::new(p.cpu.round() as i64, p.memory.round() as i64));
@@ -156,31 +199,25 @@ pub fn round(
     }
     let used = node.last.system + node.last.ls + node.last.be;
     state.usage = CpuMem::new(used.round() as i64, memory.round() as i64);
-    let plan = plan_all(strategies, state, &agent.slo);
-    for w in &plan.writes {
-        if w.write.dir != state.be_dir {
-            continue;
-        }
+    let round = agent.qos.round(state, now, probe);
+    apply_be_writes(&mut state.be, &state.be_dir, &round.plan.writes);
+    node.be_cap = be_cap(&state.be, &state.be_cpus);
+    for e in &round.plan.evictions {
+        agent.qos.eviction_done(e, now, true);
+    }
+    Some(round)
+}
+
+/// What `writes` do to the BE QoS group `be_dir`'s cpuset and CFS quota
+/// (the only cgroup the node model has).
+pub fn apply_be_writes(be: &mut BeGroupState, be_dir: &CgroupDir, writes: &[PlannedWrite]) {
+    for w in writes.iter().filter(|w| &w.write.dir == be_dir) {
         match (w.write.resource, &w.write.value) {
-            (Resource::CpusetCpus, Value::Cpuset(set)) => state.be.cpuset = Some(set.clone()),
-            (Resource::CpuCfsQuota, Value::Int(q)) => state.be.cfs_quota_us = Some(*q),
+            (Resource::CpusetCpus, Value::Cpuset(set)) => be.cpuset = Some(set.clone()),
+            (Resource::CpuCfsQuota, Value::Int(q)) => be.cfs_quota_us = Some(*q),
             _ => {}
         }
     }
-    node.be_cap = be_cap(&state.be, &state.be_cpus);
-    let mut evicted = Vec::with_capacity(plan.evictions.len());
-    for e in &plan.evictions {
-        if e.strategy == cpu_evict::NAME {
-            state.evictions.last_cpu = Some(now);
-        }
-        if e.strategy == memory_evict::NAME {
-            state.evictions.last_memory = Some(now);
-        }
-        if let Some(id) = pod_id(&e.uid) {
-            evicted.push((id, e.strategy));
-        }
-    }
-    evicted
 }
 
 /// The CPU the BE group may use, milli: the cpuset's size, capped by the

@@ -40,10 +40,11 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::jiff::SignedDuration;
-use kolo_agent::qos::{PodStateError, Strategy};
+use kolo_agent::qos::{PodStateError, Probe};
 use kolo_core::clock::Timestamp;
 use kolo_core::node::NodeView;
 use kolo_core::usage_report::NodeUsageReport;
@@ -310,18 +311,18 @@ struct NodeLane<'a> {
     start: Timestamp,
     /// Whether the agents run their strategies this step.
     agent: bool,
-    /// Whether the nodes report this step, and the report interval.
-    report: Option<u64>,
+    /// Whether the nodes report at all (only co-location kinds, with an
+    /// agent); each node reports when its agent's report interval says
+    /// ([`agent::report_due`]).
+    report: bool,
+    /// The scenario's report interval, seconds (until a spec is seen).
+    report_interval: u64,
     /// The manager's pass (it decides for the nodes that have a manager).
     pass: &'a Pass,
 }
 
 /// Advances one node by a step (see the module docs for what that does).
-fn advance_node(
-    node: &mut SimNode,
-    strategies: &[Box<dyn Strategy>],
-    lane: &NodeLane,
-) -> Result<NodeOutcome, EngineError> {
+fn advance_node(node: &mut SimNode, lane: &NodeLane) -> Result<NodeOutcome, EngineError> {
     agent::read_started(node, lane.paths).map_err(|(pod, source)| EngineError::Agent {
         policy: lane.policy.to_string(),
         pod,
@@ -340,15 +341,19 @@ fn advance_node(
         }
     }
     node.exits = exits;
-    if lane.agent {
-        for (id, _strategy) in agent::round(node, strategies, lane.now) {
+    if lane.agent
+        && let Some(round) = agent::round(node, lane.now, Probe::Slow)
+    {
+        for id in round.plan.evictions.iter().filter_map(|e| pod_id(&e.uid)) {
             if let Some(pod) = node.remove(id) {
                 left.push((id, pod.view.shared_key().clone(), State::Evicted));
             }
         }
     }
     let (mut report, mut updated) = (None, None);
-    if let Some(interval) = lane.report {
+    if lane.report
+        && let Some(interval) = agent::report_due(node, lane.inputs.t, lane.report_interval)
+    {
         let r = manager::report(node, lane.pass, interval, lane.start, lane.now).map_err(|e| {
             EngineError::Apply {
                 policy: lane.policy.to_string(),
@@ -400,8 +405,8 @@ pub fn run(
             start: run.start,
             agent: slo.is_some() && tick(model.agent_interval_seconds),
             // Without an agent (baseline kinds) nobody reports a NodeMetric.
-            report: (slo.is_some() && tick(model.report_interval_seconds))
-                .then_some(model.report_interval_seconds),
+            report: slo.is_some(),
+            report_interval: model.report_interval_seconds,
             pass: &pass,
         };
         let cluster_side = || -> Result<Vec<Start>, EngineError> {
@@ -425,7 +430,7 @@ pub fn run(
                     now: lane.now,
                     nodes: nodes
                         .par_iter_mut()
-                        .map_init(agent::strategies, |s, n| advance_node(n, s, &lane))
+                        .map(|n| advance_node(n, &lane))
                         .collect::<Result<_, _>>()?,
                 })
             })
@@ -460,6 +465,7 @@ impl<'a> Run<'a> {
             Scheduler::new(&policy.scheduler, &registry(), DEFAULT_PLUGINS, binder.clone())
                 .map_err(|source| EngineError::Scheduler { policy: policy.name.clone(), source })?;
         let paths = agent::pod_paths();
+        let strategies = agent::strategies();
         let mut nodes = Vec::with_capacity(scenario.node_count());
         let model = &scenario.model;
         for g in &scenario.cluster.node_groups {
@@ -488,12 +494,6 @@ impl<'a> Run<'a> {
                     view,
                     (model.system_cpu * 1000.0, model.system_memory_gib * GIB),
                 );
-                if !policy.aggregated_windows.is_empty() {
-                    node.usage_history = Some(crate::usage_history::UsageHistory::new(
-                        scenario.step_seconds,
-                        &policy.aggregated_windows,
-                    ));
-                }
                 if let Some(slo) = &policy.slo {
                     // The manager's pass on the new node creates its
                     // NodeMetric and NodeSLO (nothing to publish yet).
@@ -503,8 +503,18 @@ impl<'a> Run<'a> {
                     if let Some(updated) = created.updated {
                         object = updated.0;
                     }
-                    let spec = node.slo.clone().unwrap_or_default();
-                    node.agent = Some(AgentSide::new(&node, spec, &paths, start));
+                    let specs = (node.slo.clone().unwrap_or_default(), node.metric_spec.clone());
+                    let until_spec = Duration::from_secs(model.report_interval_seconds);
+                    let strategies = Arc::clone(&strategies);
+                    node.agent =
+                        Some(AgentSide::new(&node, specs, strategies, until_spec, &paths, start));
+                }
+                let windows = policy.aggregated_windows(&agent::reported_windows(&node));
+                if !windows.is_empty() {
+                    node.usage_history = Some(crate::usage_history::UsageHistory::new(
+                        scenario.step_seconds,
+                        &windows,
+                    ));
                 }
                 scheduler.apply_node(object, start).map_err(|source| EngineError::Apply {
                     policy: policy.name.clone(),
@@ -657,17 +667,7 @@ impl<'a> Run<'a> {
                 PodClass::Ls => self.workload.ls[r.source].cpu_request,
                 _ => self.workload.batch[r.source].cpu_request,
             } as f64;
-            let pod = NodePod {
-                id: id as u32,
-                view,
-                cpu_request,
-                work,
-                cpu: 0.0,
-                memory: 0.0,
-                window_cpu: 0.0,
-                window_memory: 0.0,
-                window_time: 0.0,
-            };
+            let pod = NodePod::new(id as u32, view, cpu_request, work);
             started.push(Start { node: n, pod, object });
         }
         Ok(started)

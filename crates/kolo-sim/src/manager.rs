@@ -104,11 +104,14 @@ fn apply(
     now: Timestamp,
 ) -> Result<Option<UpdatedNode>, NodeViewError> {
     if let Some(write) = &plan.metric {
+        if let Some(agent) = node.agent.as_mut() {
+            agent.qos.set_node_metric_spec(Some(write.spec.clone()));
+        }
         node.metric_spec = Some(write.spec.clone());
     }
     if let Some(write) = &plan.slo {
         if let Some(agent) = node.agent.as_mut() {
-            agent.slo = (*write.spec).clone();
+            agent.qos.set_node_slo(Some((*write.spec).clone()));
         }
         node.slo = Some((*write.spec).clone());
     }

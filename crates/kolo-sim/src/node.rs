@@ -76,6 +76,21 @@ pub struct NodePod {
 }
 
 impl NodePod {
+    /// A pod that has not run yet (no usage, an empty report window).
+    pub fn new(id: u32, view: Box<PodView>, cpu_request: f64, work: Work) -> NodePod {
+        NodePod {
+            id,
+            view,
+            cpu_request,
+            work,
+            cpu: 0.0,
+            memory: 0.0,
+            window_cpu: 0.0,
+            window_memory: 0.0,
+            window_time: 0.0,
+        }
+    }
+
     /// Whether this is a BE pod.
     pub fn is_be(&self) -> bool {
         matches!(self.work, Work::Be { .. })

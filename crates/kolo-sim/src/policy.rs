@@ -26,7 +26,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::contention::Isolation;
 use crate::scenario::Scenario;
-use crate::usage_history::agent_windows;
 
 /// The two kinds of policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -95,16 +94,11 @@ fn default_colocation_slo() -> BTreeMap<String, String> {
     ])
 }
 
-/// The windows of the agent's `aggregatedNodeUsages`
-/// ([`agent_windows`]) that a profile of `scheduler` has
-/// LoadAwareScheduling filter or score on, shortest first. A duration of 0
-/// reads the largest window; a duration the agent does not report is read
-/// by no one (the plugin then falls back to its estimate, as against a
-/// real agent). Arguments that do not parse count as none: the scheduler
-/// refuses them when the run starts, naming the field.
+/// The durations a profile of `scheduler` has LoadAwareScheduling filter
+/// or score on (0: the largest window a node reports), shortest first.
+/// Arguments that do not parse count as none: the scheduler refuses them
+/// when the run starts, naming the field.
 fn aggregated_windows_read(scheduler: &SchedulerConfig) -> Vec<Duration> {
-    let reported = agent_windows();
-    let largest = reported.iter().max().copied();
     let mut read: Vec<Duration> = scheduler
         .profiles()
         .iter()
@@ -118,7 +112,7 @@ fn aggregated_windows_read(scheduler: &SchedulerConfig) -> Vec<Duration> {
             ]
         })
         .filter(|(statistic, _)| !statistic.is_empty())
-        .filter_map(|(_, d)| if d.is_zero() { largest } else { reported.contains(&d).then_some(d) })
+        .map(|(_, d)| d)
         .collect();
     read.sort();
     read.dedup();
@@ -140,12 +134,31 @@ pub struct Policy {
     pub slo: Option<Arc<SloConfig>>,
     /// How the node's CPU is shared between LS and BE.
     pub isolation: Isolation,
-    /// The agent's aggregation windows that a profile's
-    /// LoadAwareScheduling filters or scores on
-    /// (`aggregated.usageAggregationType` / `scoreAggregationType` with
-    /// their durations); the nodes report `aggregatedNodeUsages` for those
-    /// ([`crate::usage_history`]). Empty: none.
-    pub aggregated_windows: Vec<Duration>,
+    /// The durations a profile's LoadAwareScheduling filters or scores
+    /// on (`aggregated.usageAggregationType` / `scoreAggregationType` with
+    /// their durations; 0: the largest window), shortest first. Empty:
+    /// none. See [`Policy::aggregated_windows`].
+    pub aggregated_reads: Vec<Duration>,
+}
+
+impl Policy {
+    /// The windows of a node's `aggregatedNodeUsages` that the policy's
+    /// LoadAwareScheduling reads, of the windows `reported` (the node's
+    /// NodeMetric spec's): the nodes keep their usage history for those
+    /// only ([`crate::usage_history`]). A duration the node does not report
+    /// is read by no one (the plugin then falls back to its estimate, as
+    /// against a real agent).
+    pub fn aggregated_windows(&self, reported: &[Duration]) -> Vec<Duration> {
+        let largest = reported.iter().max().copied();
+        let mut windows: Vec<Duration> = self
+            .aggregated_reads
+            .iter()
+            .filter_map(|d| if d.is_zero() { largest } else { reported.contains(d).then_some(*d) })
+            .collect();
+        windows.sort();
+        windows.dedup();
+        windows
+    }
 }
 
 /// A policy that cannot be run.
@@ -229,7 +242,7 @@ impl Policy {
             name: name.to_string(),
             kind: spec.kind,
             description: spec.description,
-            aggregated_windows: aggregated_windows_read(&scheduler),
+            aggregated_reads: aggregated_windows_read(&scheduler),
             scheduler,
             slo,
             isolation,
@@ -279,6 +292,7 @@ mod tests {
 
     #[test]
     fn aggregated_windows_follow_the_load_aware_args() {
+        use crate::usage_history::agent_windows;
         let profile = |args: &str| {
             format!(
                 "profiles:\n- schedulerName: kolo-scheduler\n  pluginConfig:\n  - name: LoadAwareScheduling\n    args: {args}\n"
@@ -327,7 +341,17 @@ mod tests {
                 },
             );
             let policy = Policy::resolve(name, &s).unwrap_or_else(|e| panic!("{name}: {e}"));
-            assert_eq!(policy.aggregated_windows, want, "{name}");
+            assert_eq!(policy.aggregated_windows(&agent_windows()), want, "{name}");
+            // Nodes whose NodeMetric spec reports other windows.
+            let only_10m = policy.aggregated_windows(&[min(10)]);
+            let want_10m: Vec<_> = if policy.aggregated_reads.is_empty() {
+                vec![]
+            } else if want.contains(&min(10)) || policy.aggregated_reads.contains(&Duration::ZERO) {
+                vec![min(10)]
+            } else {
+                vec![]
+            };
+            assert_eq!(only_10m, want_10m, "{name} with only a 10m window");
         }
     }
 }

@@ -4,7 +4,7 @@
 //! 5, 10 and 30 minutes).
 //!
 //! Only kept, and only for the windows, that a policy's
-//! LoadAwareScheduling reads ([`crate::policy::Policy::aggregated_windows`]):
+//! LoadAwareScheduling reads ([`crate::policy::Policy::aggregated_windows`], of the windows of the node's NodeMetric spec):
 //! the report then lacks the windows no component reads, which changes no
 //! decision, and a thousand nodes sorting three windows every report would
 //! cost seconds of a 1,000-node day.

@@ -100,7 +100,7 @@ profiles:
         },
     );
     assert_eq!(
-        Policy::resolve("p95", &s).unwrap().aggregated_windows,
+        Policy::resolve("p95", &s).unwrap().aggregated_reads,
         [std::time::Duration::from_secs(300)]
     );
     let r = run(&s, "p95");
@@ -120,5 +120,5 @@ fn aggregated_thresholds_read_the_simulated_windows() {
     let (at_20, _) = placed_under_p95_threshold(&s, 20);
     assert!(at_50 * 4 > submitted, "p95 ≤ 50 %: {at_50} of {submitted} placed");
     assert!(at_20 * 2 < at_50, "a lower threshold places fewer: {at_20} vs {at_50}");
-    assert!(Policy::resolve("colocation", &s).unwrap().aggregated_windows.is_empty());
+    assert!(Policy::resolve("colocation", &s).unwrap().aggregated_reads.is_empty());
 }

@@ -7,15 +7,15 @@ use std::error::Error;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use kolo_agent::agent::{Agent, AgentConfig};
 use kolo_agent::cgroup::{CgroupDriver, LayoutConfig};
-use kolo_agent::pods::file::FileSource;
-use kolo_agent::pods::kubelet::{KubeletConfig, KubeletSource, KubeletTls};
-use kolo_agent::pods::{Fetched, PodSource, PodSourceError};
+use kolo_api::crd::NodeSLOSpec;
 use kolo_core::clock::Timestamp;
+use kolo_kube::agent::ticks::lock;
+use kolo_kube::agent::{AgentRun, ClusterSide, Source, SourceConfig, build_agent, run_ticks};
 
 use crate::logging::LogFormat;
 
@@ -169,269 +169,91 @@ pub enum Format {
     Json,
 }
 
-/// The pod source chosen on the command line.
-pub(crate) enum Source {
-    File(FileSource),
-    Kubelet(Box<KubeletSource>),
-}
-
-impl PodSource for Source {
-    fn name(&self) -> &str {
-        match self {
-            Source::File(s) => s.name(),
-            Source::Kubelet(s) => s.name(),
-        }
-    }
-
-    fn fetch(&mut self) -> Result<Fetched, PodSourceError> {
-        match self {
-            Source::File(s) => s.fetch(),
-            Source::Kubelet(s) => s.fetch(),
-        }
-    }
-}
-
-pub(crate) fn build_agent(common: &Common) -> Result<Agent<Source>, BoxError> {
-    if !common.standalone {
-        return Err("kolo agent without an API server needs --standalone (with --pods or \
-                    --kubelet); `kolo agent cluster` runs it against the API server"
-            .into());
-    }
-    let node_name = match &common.node_name {
-        Some(n) => n.clone(),
-        None => std::fs::read_to_string(common.proc_root.join("sys/kernel/hostname"))
-            .map(|h| h.trim().to_string())
-            .unwrap_or_else(|_| "localhost".into()),
-    };
-    let (source, every_tick) = match (&common.pods, &common.kubelet) {
-        (Some(path), None) => {
-            let mut file = FileSource::new(path);
-            if let Some(n) = &common.node_name {
-                file = file.with_node_name(n.clone());
-            }
-            (Source::File(file), true)
-        }
-        (None, Some(addr)) => {
-            let (host, port) = match addr.rsplit_once(':') {
-                Some((h, p)) if !h.contains(':') || h.starts_with('[') => {
-                    (h.trim_matches(['[', ']']).to_string(), Some(p.parse::<u16>()?))
-                }
-                _ => (addr.clone(), None),
-            };
-            let mut cfg = KubeletConfig::new(host);
-            if let Some(port) = port {
-                cfg.port = port;
-            }
-            cfg.token_file = common.kubelet_token_file.clone();
-            if let Some(ca) = &common.kubelet_ca {
-                cfg.tls = KubeletTls::Verify { ca_file: ca.clone(), server_name: None };
-            }
-            (Source::Kubelet(Box::new(KubeletSource::new(cfg)?)), false)
-        }
-        _ => return Err("give the pods with --pods FILE or --kubelet HOST[:PORT]".into()),
-    };
-    let mut layout = LayoutConfig::new(&common.cgroup_root);
-    layout.kubelet_root = common.kubelet_cgroup_root.clone();
-    layout.driver = common.cgroup_driver.map(|d| match d {
-        Driver::Cgroupfs => CgroupDriver::Cgroupfs,
-        Driver::Systemd => CgroupDriver::Systemd,
-    });
-    let mut config = AgentConfig::new(node_name);
-    config.cgroups = layout;
-    config.proc_root = common.proc_root.clone();
-    config.sys_root = common.sys_root.clone();
-    config.interval = Duration::from_millis(common.interval_ms.max(100));
-    config.dry_run = common.dry_run;
-    config.checkpoint = common.checkpoint.clone();
-    config.sync_pods_every_tick = every_tick;
-    Ok(Agent::new(config, source)?)
-}
-
-/// Ticks `agent` every interval until `rounds` ticks ran (or forever),
-/// logging each tick's problems once per distinct message.
-pub(crate) fn run_ticks(
-    agent: &Mutex<Agent<Source>>,
-    interval: Duration,
-    rounds: Option<u64>,
-    mut qos: Option<&mut Qos>,
-) {
-    let start = Instant::now();
-    let mut last_errors: Vec<String> = Vec::new();
-    let mut n = 0u64;
-    loop {
-        let now = Timestamp::now();
-        let report = agent.lock().expect("agent lock").tick(now);
-        if report.errors != last_errors {
-            for e in &report.errors {
-                tracing::warn!(error = %e, "collection problem");
-            }
-            last_errors = report.errors;
-        }
-        if let Some(qos) = qos.as_deref_mut() {
-            qos.round(&mut agent.lock().expect("agent lock"), now, false);
-        }
-        n += 1;
-        if rounds.is_some_and(|r| n >= r) {
-            return;
-        }
-        // Sleep to the next multiple of the interval (no drift, no catch-up
-        // storm after a slow round). With the QoS strategies on and a BE pod
-        // on the node, probe node and BE CPU every 50 ms meanwhile and,
-        // when the node is within 10 % of the capacity of the suppression
-        // threshold, re-plan at once when non-BE CPU jumps by 10 % of the
-        // capacity, then look again 10 ms later (`SurgeRule`): an LS surge
-        // is answered within about one probe interval, not at the next
-        // round. Without a BE pod there is nothing to throttle and the loop
-        // just sleeps.
-        let next = interval
-            .mul_f64((start.elapsed().as_secs_f64() / interval.as_secs_f64()).floor() + 1.0);
-        let probe = qos.is_some() && agent.lock().expect("agent lock").has_be_pods();
-        let mut pause = FAST_PROBE;
-        loop {
-            let left = next.saturating_sub(start.elapsed());
-            if left.is_zero() {
-                break;
-            }
-            let Some(qos) = qos.as_deref_mut().filter(|_| probe) else {
-                std::thread::sleep(left);
-                break;
-            };
-            std::thread::sleep(left.min(pause));
-            let now = Timestamp::now();
-            let mut agent = agent.lock().expect("agent lock");
-            pause = FAST_PROBE;
-            if agent.fast_probe(now, FAST_PROBE_JUMP, qos.hot()) {
-                tracing::debug!("node CPU jumped: re-planning now");
-                qos.round(&mut agent, now, true);
-                // A surge that began late in the last interval showed only
-                // part of its size; look again soon, over a window that
-                // lies wholly inside it, instead of a full interval later.
-                pause = FAST_PROBE_FOLLOW_UP;
-            }
-        }
-    }
-}
-
-/// How often the fast path reads node CPU between rounds.
-const FAST_PROBE: Duration = Duration::from_millis(50);
-/// How soon the fast path looks again after a surge re-planned.
-const FAST_PROBE_FOLLOW_UP: Duration = Duration::from_millis(10);
-/// The rise of non-BE CPU (share of capacity) that re-plans at once.
-const FAST_PROBE_JUMP: f64 = 0.1;
-
-/// The QoS strategies in the agent loop: planned every round; applied, or
-/// printed with `--dry-run` whenever the plan changes.
-pub(crate) struct Qos {
-    slo: kolo_api::crd::NodeSLOSpec,
-    dry_run: bool,
-    strategies: Vec<Box<dyn kolo_agent::qos::Strategy>>,
-    last: Vec<String>,
-    /// The cluster's NodeSLO, followed when set (cluster mode).
-    pub(crate) slo_source: Option<tokio::sync::watch::Receiver<Option<kolo_api::crd::NodeSLOSpec>>>,
-    /// Evicts instead of killing processes when set (cluster mode).
-    pub(crate) evictor: Option<Box<dyn kolo_agent::evict::Evictor + Send>>,
-    rate: kolo_agent::evict::RateLimit,
-}
-
-impl Qos {
-    pub(crate) fn new(common: &Common) -> Result<Qos, BoxError> {
-        let slo = match &common.node_slo {
-            None => kolo_api::crd::NodeSLOSpec::default(),
-            Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .map_err(|e| format!("{}: {e}", path.display()))?;
-                let value: serde_json::Value = serde_saphyr::from_str(&text)
-                    .map_err(|e| format!("{}: {e}", path.display()))?;
-                // A NodeSLO object (`kubectl get nodeslo NAME -o yaml`) or just its spec.
-                let spec = if value.get("kind").is_some() {
-                    value.get("spec").cloned().unwrap_or_default()
-                } else {
-                    value
-                };
-                serde_json::from_value(spec)
-                    .map_err(|e| format!("{}: not a NodeSLO spec: {e}", path.display()))?
-            }
+impl Common {
+    /// The agent's configuration and pod source (standalone: `--pods` or
+    /// `--kubelet`; `kolo agent cluster` checks its own way).
+    fn agent_config(&self) -> Result<(AgentConfig, SourceConfig), BoxError> {
+        let node_name = match &self.node_name {
+            Some(n) => n.clone(),
+            None => std::fs::read_to_string(self.proc_root.join("sys/kernel/hostname"))
+                .map(|h| h.trim().to_string())
+                .unwrap_or_else(|_| "localhost".into()),
         };
-        Ok(Qos {
-            slo,
-            dry_run: common.dry_run,
-            strategies: kolo_agent::qos::default_strategies(),
-            last: Vec::new(),
-            rate: kolo_agent::evict::RateLimit::default(),
-            slo_source: None,
-            evictor: None,
-        })
+        let source = match (&self.pods, &self.kubelet) {
+            (Some(path), None) => {
+                SourceConfig::File { path: path.clone(), node_name: self.node_name.clone() }
+            }
+            (None, Some(address)) => SourceConfig::Kubelet {
+                address: address.clone(),
+                token_file: self.kubelet_token_file.clone(),
+                ca_file: self.kubelet_ca.clone(),
+            },
+            _ => return Err("give the pods with --pods FILE or --kubelet HOST[:PORT]".into()),
+        };
+        let mut layout = LayoutConfig::new(&self.cgroup_root);
+        layout.kubelet_root = self.kubelet_cgroup_root.clone();
+        layout.driver = self.cgroup_driver.map(|d| match d {
+            Driver::Cgroupfs => CgroupDriver::Cgroupfs,
+            Driver::Systemd => CgroupDriver::Systemd,
+        });
+        let mut config = AgentConfig::new(node_name);
+        config.cgroups = layout;
+        config.proc_root = self.proc_root.clone();
+        config.sys_root = self.sys_root.clone();
+        config.interval = Duration::from_millis(self.interval_ms.max(100));
+        config.dry_run = self.dry_run;
+        config.checkpoint = self.checkpoint.clone();
+        Ok((config, source))
     }
 
-    /// The node CPU share above which the fast path may act: the
-    /// suppression threshold (65 % by default). Below it there is no LS
-    /// pressure to answer, and node CPU blips (a shell, a compile) must not
-    /// cut BE between rounds.
-    fn hot(&self) -> f64 {
-        let threshold = self.slo.resource_used_threshold_with_be.as_ref();
-        threshold.and_then(|t| t.cpu_suppress_threshold_percent).unwrap_or(65) as f64 / 100.0
+    /// The run of `kolo agent` (standalone) or `kolo agent cluster`.
+    pub(crate) fn run_config(
+        &self,
+        listen: Option<SocketAddr>,
+        ticks: Option<u64>,
+        cluster: Option<ClusterSide>,
+    ) -> Result<AgentRun, BoxError> {
+        let (agent, source) = self.agent_config()?;
+        let node_slo = self.node_slo.as_deref().map(load_node_slo).transpose()?;
+        Ok(AgentRun { agent, source, node_slo, listen, ticks, cluster })
     }
 
-    /// One planning round. A `fast` round (the fast path between rounds)
-    /// only tightens: its pod samples are up to a round old, so it may cut
-    /// the BE quota or cpuset when node CPU jumps, but giving CPU back and
-    /// evicting wait for a full round with fresh pod samples.
-    fn round(&mut self, agent: &mut Agent<Source>, now: Timestamp, fast: bool) {
-        if let Some(rx) = self.slo_source.as_mut().filter(|rx| rx.has_changed().unwrap_or(false)) {
-            self.slo = rx.borrow_and_update().clone().unwrap_or_default();
-        }
-        let state = agent.node_state(now);
-        let mut plan = kolo_agent::qos::plan_all(&self.strategies, &state, &self.slo);
-        if !fast {
-            let cfs = kolo_agent::qos::cfs_quota_burst::needs_cfs_state(&state, &self.slo);
-            agent.set_collect_cfs(cfs);
-            let threshold = self.slo.resource_used_threshold_with_be.as_ref();
-            let window = threshold.and_then(|t| t.cpu_evict_time_window_seconds);
-            agent.set_be_usage_window(
-                window.filter(|s| *s > 1).map(|s| Duration::from_secs(s.unsigned_abs())),
-            );
-        } else {
-            plan.evictions.clear();
-            plan.writes.retain(|w| {
-                w.write.dir == state.be_dir && kolo_agent::qos::tightens(&w.write, &state.be)
-            });
-        }
-        if self.dry_run {
-            let lines = kolo_agent::qos::PlanReport::new(&plan, state.version).lines();
-            if lines != self.last {
-                let mut out = std::io::stdout().lock();
-                let _ = writeln!(out, "# plan at {now} (dry run: nothing written)");
-                for l in &lines {
-                    let _ = writeln!(out, "{l}");
-                }
-            }
-            self.last = lines;
-        } else {
-            let applied = agent.apply_writes(&plan);
-            for w in applied.changed() {
-                tracing::info!(path = %w.path.display(), old = %w.old, new = %w.new, "cgroup written");
-            }
-            for e in &applied.errors {
-                tracing::warn!(error = %e, "cgroup write failed");
-            }
-            let mut kill = agent.kill_evictor();
-            let evictor: &mut dyn kolo_agent::evict::Evictor = match self.evictor.as_mut() {
-                Some(e) => e.as_mut(),
-                None => &mut kill,
-            };
-            for e in &plan.evictions {
-                let Some(pod) = state.pods.iter().find(|p| p.pod.uid == e.uid) else { continue };
-                if !self.rate.allow(now) {
-                    tracing::warn!(pod = %e.pod, strategy = e.strategy, "eviction held back by the rate limit");
-                    continue;
-                }
-                match evictor.evict(pod, &e.reason) {
-                    Ok(()) => agent.note_eviction(e.strategy, now),
-                    Err(err) => tracing::warn!(error = %err, "eviction failed"),
-                }
-            }
-        }
+    /// The agent alone (no QoS), for the commands that only collect.
+    fn standalone_agent(&self) -> Result<Mutex<Agent<Source>>, BoxError> {
+        require_standalone(self)?;
+        let (config, source) = self.agent_config()?;
+        Ok(Mutex::new(build_agent(config, &source)?))
     }
+}
+
+fn require_standalone(common: &Common) -> Result<(), BoxError> {
+    if common.standalone {
+        return Ok(());
+    }
+    Err("kolo agent without an API server needs --standalone (with --pods or --kubelet); \
+         `kolo agent cluster` runs it against the API server"
+        .into())
+}
+
+/// A NodeSLO object (`kubectl get nodeslo NAME -o yaml`) or just its spec,
+/// YAML or JSON.
+fn load_node_slo(path: &std::path::Path) -> Result<NodeSLOSpec, BoxError> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let value: serde_json::Value =
+        serde_saphyr::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let spec = if value.get("kind").is_some() {
+        value.get("spec").cloned().unwrap_or_default()
+    } else {
+        value
+    };
+    Ok(serde_json::from_value(spec)
+        .map_err(|e| format!("{}: not a NodeSLO spec: {e}", path.display()))?)
+}
+
+/// Ticks enough for `seconds` at the agent's interval (at least `min`).
+fn ticks_for(common: &Common, seconds: u64, min: f64) -> u64 {
+    let interval = Duration::from_millis(common.interval_ms.max(100));
+    (Duration::from_secs(seconds).as_secs_f64() / interval.as_secs_f64()).ceil().max(min) as u64
 }
 
 /// Runs `kolo agent ...`.
@@ -442,13 +264,10 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<(), BoxError> {
         Some(Command::Plan { state, output }) => plan(&state, output, out),
         Some(Command::Nodemetric { common, duration, output }) => {
             crate::logging::init(common.log_format);
+            let agent = common.standalone_agent()?;
             let interval = Duration::from_millis(common.interval_ms.max(100));
-            let agent = Mutex::new(build_agent(&common)?);
-            let rounds = (Duration::from_secs(duration).as_secs_f64() / interval.as_secs_f64())
-                .ceil()
-                .max(2.0) as u64;
-            run_ticks(&agent, interval, Some(rounds), None);
-            let metric = agent.lock().expect("agent lock").node_metric(Timestamp::now());
+            run_ticks(&agent, interval, Some(ticks_for(&common, duration, 2.0)), None);
+            let metric = lock(&agent).node_metric(Timestamp::now());
             match output {
                 Format::Json => {
                     serde_json::to_writer_pretty(&mut *out, &metric)?;
@@ -458,61 +277,22 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<(), BoxError> {
             }
             Ok(())
         }
+        None if args.once => {
+            crate::logging::init(args.common.log_format);
+            let agent = args.common.standalone_agent()?;
+            let interval = Duration::from_millis(args.common.interval_ms.max(100));
+            run_ticks(&agent, interval, Some(2), None);
+            out.write_all(kolo_agent::metrics::encode(&*lock(&agent)).as_bytes())?;
+            Ok(())
+        }
         None => {
             crate::logging::init(args.common.log_format);
-            let interval = Duration::from_millis(args.common.interval_ms.max(100));
-            let agent = Arc::new(Mutex::new(build_agent(&args.common)?));
-            if args.once {
-                run_ticks(&agent, interval, Some(2), None);
-                let text = kolo_agent::metrics::encode(&*agent.lock().expect("agent lock"));
-                out.write_all(text.as_bytes())?;
-                return Ok(());
-            }
-            if let Some(addr) = args.listen {
-                serve_metrics(addr, Arc::clone(&agent))?;
-            }
-            let rounds = args.duration.map(|d| {
-                (Duration::from_secs(d).as_secs_f64() / interval.as_secs_f64()).ceil() as u64
-            });
-            tracing::info!(interval_ms = interval.as_millis() as u64, "agent running");
-            let mut qos = Qos::new(&args.common)?;
-            run_ticks(&agent, interval, rounds, Some(&mut qos));
+            require_standalone(&args.common)?;
+            let ticks = args.duration.map(|d| ticks_for(&args.common, d, 0.0));
+            kolo_kube::agent::run(args.common.run_config(args.listen, ticks, None)?)?;
             Ok(())
         }
     }
-}
-
-/// Serves `/metrics`, `/healthz` and `/readyz` on a thread of its own (a
-/// single-threaded runtime: scrapes are rare and cheap).
-pub(crate) fn serve_metrics(
-    addr: SocketAddr,
-    agent: Arc<Mutex<Agent<Source>>>,
-) -> Result<(), BoxError> {
-    let listener =
-        std::net::TcpListener::bind(addr).map_err(|e| format!("--listen {addr}: {e}"))?;
-    listener.set_nonblocking(true)?;
-    tracing::info!(%addr, "serving /metrics");
-    std::thread::Builder::new().name("metrics".into()).spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_io()
-            .build()
-            .expect("a current-thread runtime builds");
-        runtime.block_on(async move {
-            let metrics = move || {
-                let agent = Arc::clone(&agent);
-                async move { kolo_agent::metrics::encode(&*agent.lock().expect("agent lock")) }
-            };
-            let router = axum::Router::new()
-                .route("/metrics", axum::routing::get(metrics))
-                .route("/healthz", axum::routing::get(|| async { "ok" }))
-                .route("/readyz", axum::routing::get(|| async { "ok" }));
-            let listener = tokio::net::TcpListener::from_std(listener).expect("a bound listener");
-            if let Err(e) = axum::serve(listener, router).await {
-                tracing::error!(error = %e, "metrics server stopped");
-            }
-        });
-    })?;
-    Ok(())
 }
 
 fn demo(seconds: u64, out: &mut dyn Write) -> Result<(), BoxError> {
@@ -555,25 +335,12 @@ fn demo(seconds: u64, out: &mut dyn Write) -> Result<(), BoxError> {
         pods.display(),
         sandbox.name()
     )?;
-    let common = Common {
-        standalone: true,
-        pods: Some(pods),
-        kubelet: None,
-        kubelet_token_file: None,
-        kubelet_ca: None,
-        node_name: Some("demo-node".into()),
-        cgroup_root: "/sys/fs/cgroup".into(),
-        kubelet_cgroup_root: sandbox.name().to_string(),
-        cgroup_driver: Some(Driver::Cgroupfs),
-        proc_root: "/proc".into(),
-        sys_root: "/sys".into(),
-        interval_ms: 1000,
-        dry_run: true,
-        checkpoint: None,
-        node_slo: None,
-        log_format: LogFormat::Text,
-    };
-    let mut agent = build_agent(&common)?;
+    let mut config = AgentConfig::new("demo-node");
+    config.cgroups = sandbox.layout_config();
+    config.cgroups.driver = Some(CgroupDriver::Cgroupfs);
+    config.dry_run = true;
+    let source = SourceConfig::File { path: pods, node_name: Some("demo-node".into()) };
+    let mut agent = build_agent(config, &source)?;
     writeln!(
         out,
         "{:>4}  {:>10}  {:>12}  {:>12}  {:>12}",
@@ -614,13 +381,14 @@ fn plan(
     output: crate::OutputFormat,
     out: &mut dyn Write,
 ) -> Result<(), BoxError> {
-    use kolo_agent::qos::{PlanReport, default_strategies, plan_all, state_file::parse_state};
+    use kolo_agent::qos::{PlanReport, state_file::parse_state};
 
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let input =
         parse_state(&text, Timestamp::now()).map_err(|e| format!("{}: {e}", path.display()))?;
-    let plan = plan_all(&default_strategies(), &input.node, &input.slo);
-    let report = PlanReport::new(&plan, input.node.version);
+    let mut input = input;
+    let round = input.plan();
+    let report = PlanReport::new(&round, &input.node, input.node.version);
     match output {
         crate::OutputFormat::Json => {
             serde_json::to_writer_pretty(&mut *out, &report)?;

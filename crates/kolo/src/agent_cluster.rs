@@ -1,19 +1,17 @@
 //! `kolo agent cluster`: the node agent with its cluster side. Everything
 //! `kolo agent` does (collect, predict, QoS strategies on cgroups), plus,
-//! for its own node only: the NodeMetric status written every
-//! `--report-interval-seconds`, the NodeSLO followed as it changes, and
-//! evictions through the Eviction API instead of killing processes.
+//! for its own node only: the NodeMetric status written on the interval of
+//! its NodeMetric spec, the NodeSLO and NodeMetric spec followed as they
+//! change, and evictions through the Eviction API instead of killing
+//! processes. The loops are kolo-kube's ([`kolo_kube::agent::run`]).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use kolo_core::clock::Timestamp;
-use kolo_kube::agent::{ApiEvictor, NodeMetricWriter, watch_node_slo};
-use kolo_kube::health::Health;
+use kolo_kube::agent::ClusterSide;
 
-use crate::agent::{Common, Qos, build_agent, run_ticks, serve_metrics};
+use crate::agent::Common;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -21,14 +19,17 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// How to find pods and cgroups (`--node-name` is required here, or
-    /// `$NODE_NAME`).
+    /// `$NODE_NAME`; `--standalone` is not needed).
     #[command(flatten)]
     common: Common,
     /// Kubeconfig to use; default: `$KUBECONFIG`, `~/.kube/config`, or the
     /// pod's service account.
     #[arg(long, value_name = "FILE")]
     kubeconfig: Option<PathBuf>,
-    /// How often the NodeMetric status is written, seconds.
+    /// How often the NodeMetric status is written, seconds, until the
+    /// node's NodeMetric spec is seen; then the spec's
+    /// `metricCollectPolicy.reportIntervalSeconds` (at least 30) is
+    /// followed, as the manager sets it.
     #[arg(long, value_name = "SECONDS", default_value_t = 60)]
     report_interval_seconds: u64,
     /// Serve `/metrics`, `/healthz` and `/readyz` here.
@@ -42,46 +43,13 @@ pub fn run(mut args: Args) -> Result<(), BoxError> {
     if args.common.node_name.is_none() {
         args.common.node_name = std::env::var("NODE_NAME").ok();
     }
-    let Some(node) = args.common.node_name.clone() else {
+    if args.common.node_name.is_none() {
         return Err("kolo agent cluster needs --node-name (or $NODE_NAME)".into());
+    }
+    let cluster = ClusterSide {
+        kubeconfig: args.kubeconfig,
+        report_interval_until_spec: Duration::from_secs(args.report_interval_seconds.max(1)),
     };
-    // `--standalone` gates the agent without a cluster; here the cluster
-    // side is this command itself.
-    args.common.standalone = true;
-    let interval = Duration::from_millis(args.common.interval_ms.max(100));
-    let agent = Arc::new(Mutex::new(build_agent(&args.common)?));
-    if let Some(addr) = args.listen {
-        serve_metrics(addr, Arc::clone(&agent))?;
-    }
-    let runtime =
-        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    let client = runtime.block_on(kolo_kube::client::connect(args.kubeconfig.as_deref()))?;
-    let health = Health::new("agent");
-    let mut qos = Qos::new(&args.common)?;
-    {
-        let _context = runtime.enter();
-        qos.slo_source = Some(watch_node_slo(client.clone(), &node));
-    }
-    if !args.common.dry_run {
-        qos.evictor =
-            Some(Box::new(ApiEvictor::new(client.clone(), runtime.handle().clone(), health)));
-    }
-    let writer = NodeMetricWriter::new(client, &node);
-    let report_every = Duration::from_secs(args.report_interval_seconds.max(1));
-    let reporter = Arc::clone(&agent);
-    runtime.spawn(async move {
-        let mut ticker = tokio::time::interval(report_every);
-        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            ticker.tick().await;
-            let metric = reporter.lock().expect("agent lock").node_metric(Timestamp::now());
-            match writer.write(&metric).await {
-                Ok(()) => tracing::debug!("NodeMetric status written"),
-                Err(e) => tracing::warn!(error = %e, "writing the NodeMetric status failed; retrying next report"),
-            }
-        }
-    });
-    tracing::info!(%node, interval_ms = interval.as_millis() as u64, "agent running (cluster mode)");
-    run_ticks(&agent, interval, None, Some(&mut qos));
+    kolo_kube::agent::run(args.common.run_config(args.listen, None, Some(cluster))?)?;
     Ok(())
 }

@@ -9,7 +9,7 @@ mod e2e_common;
 
 use std::time::Duration;
 
-use common::{cleanup, kubectl, run, run_kolo};
+use common::{kubectl, run, run_kolo};
 use e2e_common::{Daemon, create, create_node, get_json, report_usage, wait_for};
 use kolo_manager::noderesource::ColocationResource;
 use serde_json::json;
@@ -23,7 +23,11 @@ fn manager_writes_nodemetric_nodeslo_and_batch_allocatable() {
     let node = format!("{id}-node");
     e2e_common::install_crds(&config);
     run(kubectl(&config).args(["create", "namespace", &id]), None);
-    let _cleanup = Cleanup { config: config.clone(), node: node.clone(), namespace: id.clone() };
+    let _cleanup = e2e_common::NodeCleanup {
+        config: config.clone(),
+        node: node.clone(),
+        namespace: id.clone(),
+    };
     let colocation = json!({"enable": true, "cpuReclaimThresholdPercent": 60,
                             "memoryReclaimThresholdPercent": 65, "degradeTimeMinutes": 15});
     let configmap = json!({
@@ -105,22 +109,4 @@ fn manager_writes_nodemetric_nodeslo_and_batch_allocatable() {
         get_json(&config, &["nodemetric", &node]).is_none().then_some(())
     });
     drop(manager);
-}
-
-struct Cleanup {
-    config: std::path::PathBuf,
-    node: String,
-    namespace: String,
-}
-
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        let steps = vec![
-            vec!["delete", "node", &self.node, "--ignore-not-found"],
-            vec!["delete", "nodemetric,nodeslo", &self.node, "--ignore-not-found"],
-            vec!["delete", "configmap", "--all", "-n", &self.namespace],
-            vec!["delete", "namespace", &self.namespace, "--wait=false"],
-        ];
-        cleanup(&self.config, &steps, &self.namespace);
-    }
 }

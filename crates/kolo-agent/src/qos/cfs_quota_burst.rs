@@ -40,7 +40,7 @@ use kolo_api::QoSClass;
 use kolo_api::crd::NodeSLOSpec;
 
 use super::cpu_burst::pod_config;
-use super::{NodeState, Plan, PodState, Strategy};
+use super::{Figures, NodeState, Plan, PodState, Strategy};
 use crate::cgroup::resource::CFS_BASE_PERIOD_US;
 use crate::cgroup::{CgroupWrite, Resource};
 
@@ -222,7 +222,11 @@ impl Strategy for CfsQuotaBurst {
                         ratio.unwrap_or(0.0) * 100.0,
                         policy.unwrap_or("none"),
                     ),
-                );
+                )
+                .figures = Figures::Throttle {
+                    throttled_ratio: state.throttled_ratio,
+                    base_quota_us: base,
+                };
             }
             let pod_quota = node.cfs.get(&pod.dir).map_or(-1, |s| s.quota_us);
             if pod_delta != 0 && pod_quota > 0 {

@@ -35,7 +35,7 @@ use kolo_api::crd::NodeSLOSpec;
 use kolo_core::resources::ResourceName;
 
 use super::eviction_order::{candidates, cooled_down, enabled_thresholds, pick};
-use super::{NodeState, Plan, PodState, Strategy};
+use super::{Figures, NodeState, Plan, PodState, Strategy};
 use crate::cgroup::resource::CFS_BASE_PERIOD_US;
 
 /// The strategy's name.
@@ -165,8 +165,7 @@ pub enum Sustained {
 
 /// Classifies the window (see [`Sustained`]).
 pub fn sustained(node: &NodeState, window_seconds: Option<i64>) -> Sustained {
-    let Some(seconds) = window_seconds.filter(|s| *s > 1) else { return Sustained::NoWindow };
-    let window = Duration::from_secs(seconds.unsigned_abs());
+    let Some(window) = usage_window(window_seconds) else { return Sustained::NoWindow };
     match node.be_usage_window {
         Some(w) if w.window == window => {
             if w.covered * 3 < window {
@@ -177,6 +176,12 @@ pub fn sustained(node: &NodeState, window_seconds: Option<i64>) -> Sustained {
         }
         _ => Sustained::No,
     }
+}
+
+/// The window over which BE CPU is averaged for `cpuEvictTimeWindowSeconds`
+/// (`None`: no window; one second or less is the last value anyway).
+pub fn usage_window(window_seconds: Option<i64>) -> Option<Duration> {
+    window_seconds.filter(|s| *s > 1).map(|s| Duration::from_secs(s.unsigned_abs()))
 }
 
 /// The satisfaction bounds if they are valid: lower ∈ (0, 60], upper ∈
@@ -210,16 +215,18 @@ impl Strategy for CpuEvict {
         if !usage_high_enough(be, usage_threshold) {
             return;
         }
-        let windowed = match sustained(node, t.cpu_evict_time_window_seconds) {
-            Sustained::NoWindow => String::new(),
+        let windowed_usage = match sustained(node, t.cpu_evict_time_window_seconds) {
+            Sustained::NoWindow => None,
             Sustained::Short | Sustained::No => return,
             Sustained::Yes(avg) => {
                 if !usage_high_enough(BeCpu { usage: avg, ..be }, usage_threshold) {
                     return;
                 }
-                format!(", {avg}m on average over the window")
+                Some(avg)
             }
         };
+        let windowed = windowed_usage
+            .map_or(String::new(), |avg| format!(", {avg}m on average over the window"));
         let need = release(be.request, be.limit, lower, upper);
         if need <= 0 {
             return;
@@ -239,6 +246,16 @@ impl Strategy for CpuEvict {
                      release {need}m batch-cpu request to reach {upper}%; pod requests {}m (round total {released}m)",
                     be.limit, be.request, be.usage, p.released
                 ),
+                Figures::CpuRelease {
+                    satisfaction_percent: satisfaction,
+                    be_request_milli: be.request,
+                    be_limit_milli: be.limit,
+                    be_usage_milli: windowed_usage.unwrap_or(be.usage),
+                    lower_percent: lower,
+                    upper_percent: upper,
+                    release_target_milli: need,
+                    pod_milli: p.released,
+                },
             );
         }
     }

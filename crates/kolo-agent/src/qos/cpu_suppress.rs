@@ -44,7 +44,7 @@ use kolo_core::cpuset::CpuSet;
 
 use super::cpu_pools::{pools, usable_cpus};
 use super::eviction_order::{enabled_thresholds, percent, percent_of};
-use super::{NodeState, Plan, Strategy};
+use super::{Figures, NodeState, Plan, Strategy};
 use crate::cgroup::{CgroupDir, CgroupWrite, Resource, Value};
 
 /// The strategy's name.
@@ -76,6 +76,20 @@ pub struct Budget {
     pub non_be: i64,
     /// System usage (at least the reserved CPU).
     pub system: i64,
+    /// The threshold it was computed with, percent.
+    pub threshold: i64,
+}
+
+impl Budget {
+    /// The budget as a plan's figures.
+    pub fn figures(&self) -> Figures {
+        Figures::BeBudget {
+            budget_milli: self.suppress,
+            non_be_milli: self.non_be,
+            system_milli: self.system,
+            threshold_percent: self.threshold,
+        }
+    }
 }
 
 /// The budget for `node` with `threshold` and optional `min` percent.
@@ -96,7 +110,7 @@ pub fn budget(node: &NodeState, threshold: i64, min: Option<i64>) -> Budget {
     if let Some(min) = min {
         suppress = suppress.max(percent_of(capacity, percent(min)));
     }
-    Budget { suppress, non_be, system }
+    Budget { suppress, non_be, system, threshold: percent(threshold) }
 }
 
 /// The dead band of the cpuset hysteresis for a node of `capacity` milli.
@@ -241,14 +255,14 @@ fn cpuset_dirs(node: &NodeState) -> Vec<&CgroupDir> {
     dirs
 }
 
-fn write_cpuset(node: &NodeState, set: &CpuSet, plan: &mut Plan, reason: &str) {
+fn write_cpuset(node: &NodeState, set: &CpuSet, plan: &mut Plan, reason: &str, figures: Figures) {
     for dir in cpuset_dirs(node) {
         let write = CgroupWrite {
             dir: dir.clone(),
             resource: Resource::CpusetCpus,
             value: Value::Cpuset(set.clone()),
         };
-        plan.write(NAME, write, reason);
+        plan.write(NAME, write, reason).figures = figures;
     }
 }
 
@@ -260,7 +274,7 @@ fn recover_cpuset(node: &NodeState, plan: &mut Plan, why: &str) {
         return;
     }
     let reason = format!("{why}: recover cpuset to all BE CPUs {usable}");
-    write_cpuset(node, &usable, plan, &reason);
+    write_cpuset(node, &usable, plan, &reason, Figures::None);
 }
 
 /// Writes quota −1 unless the BE dir is already unlimited.
@@ -305,7 +319,7 @@ fn by_cpuset(node: &NodeState, b: Budget, plan: &mut Plan) {
             b.system,
             node.be.cpuset.as_ref().map_or_else(|| "unknown".to_string(), ToString::to_string),
         );
-        write_cpuset(node, &set, plan, &reason);
+        write_cpuset(node, &set, plan, &reason, b.figures());
     }
     recover_quota(node, plan, "policy cpuset");
 }
@@ -322,9 +336,18 @@ fn by_quota(node: &NodeState, b: Budget, plan: &mut Plan) {
                 b.system,
                 node.be.cfs_quota_us.map_or_else(|| "unknown".to_string(), |q| q.to_string()),
             ),
-        );
+        )
+        .figures = b.figures();
     }
     recover_cpuset(node, plan, "policy cfsQuota");
+}
+
+/// The suppression threshold, percent of the node's CPU: the NodeSLO's
+/// `cpuSuppressThresholdPercent` or [`DEFAULT_THRESHOLD_PERCENT`] (also
+/// what the agent's fast path calls hot, whether suppression is on or not).
+pub fn threshold_percent(slo: &NodeSLOSpec) -> i64 {
+    let threshold = slo.resource_used_threshold_with_be.as_ref();
+    threshold.and_then(|t| t.cpu_suppress_threshold_percent).unwrap_or(DEFAULT_THRESHOLD_PERCENT)
 }
 
 impl Strategy for CpuSuppress {
@@ -338,11 +361,7 @@ impl Strategy for CpuSuppress {
             recover_cpuset(node, plan, "suppression disabled");
             return;
         };
-        let b = budget(
-            node,
-            t.cpu_suppress_threshold_percent.unwrap_or(DEFAULT_THRESHOLD_PERCENT),
-            t.cpu_suppress_min_percent,
-        );
+        let b = budget(node, threshold_percent(slo), t.cpu_suppress_min_percent);
         if t.cpu_suppress_policy.as_deref() == Some(POLICY_CFS_QUOTA) {
             by_quota(node, b, plan);
         } else {
@@ -393,7 +412,10 @@ mod tests {
     #[test]
     fn budget_table() {
         let n = spec_node();
-        assert_eq!(budget(&n, 65, None), Budget { suppress: 3_400, non_be: 6_000, system: 1_000 });
+        assert_eq!(
+            budget(&n, 65, None),
+            Budget { suppress: 3_400, non_be: 6_000, system: 1_000, threshold: 65 }
+        );
         // Reserved above the measured system usage wins.
         let mut r = spec_node();
         r.reserved.cpu_milli = 2_000;
@@ -401,7 +423,10 @@ mod tests {
         // Pods using more than the node: system 0 (then reserved 0).
         let mut over = spec_node();
         over.usage.cpu_milli = 1_000;
-        assert_eq!(budget(&over, 65, None), Budget { suppress: 4_400, non_be: 6_000, system: 0 });
+        assert_eq!(
+            budget(&over, 65, None),
+            Budget { suppress: 4_400, non_be: 6_000, system: 0, threshold: 65 }
+        );
         // Min percent floor: 16 × 30% = 4.8 cores.
         assert_eq!(budget(&n, 65, Some(30)).suppress, 4_800);
         // Negative budget stays negative without a floor; percents clamp.

@@ -22,7 +22,7 @@ use kolo_api::crd::NodeSLOSpec;
 use super::eviction_order::{
     candidates, cooled_down, enabled_thresholds, percent, percent_of, pick,
 };
-use super::{NodeState, Plan, PodState, Strategy};
+use super::{Figures, NodeState, Plan, PodState, Strategy};
 
 /// The strategy's name.
 pub const NAME: &str = "memoryEvict";
@@ -101,6 +101,13 @@ impl Strategy for MemoryEvict {
                      to get to {lower}%; pod uses {} bytes (round total {released})",
                     p.released
                 ),
+                Figures::MemoryRelease {
+                    usage_percent: usage_pct,
+                    threshold_percent: threshold,
+                    lower_percent: lower,
+                    release_target_bytes: need,
+                    pod_bytes: p.released,
+                },
             );
         }
     }

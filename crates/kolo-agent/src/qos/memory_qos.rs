@@ -293,7 +293,7 @@ impl Strategy for MemoryQos {
                             p.throttling
                         ),
                     ),
-                }
+                };
             }
         }
         let root = parent(&node.be_dir);

@@ -272,6 +272,8 @@ pub struct PlannedWrite {
     pub strategy: &'static str,
     /// Why, with the numbers.
     pub reason: String,
+    /// The numbers, typed.
+    pub figures: Figures,
 }
 
 /// An eviction and why.
@@ -285,6 +287,8 @@ pub struct PlannedEviction {
     pub strategy: &'static str,
     /// Why, with the numbers.
     pub reason: String,
+    /// The numbers, typed.
+    pub figures: Figures,
 }
 
 /// What the strategies want done this round.
@@ -297,13 +301,27 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// Adds a write.
-    pub fn write(&mut self, strategy: &'static str, write: CgroupWrite, reason: impl Into<String>) {
-        self.writes.push(PlannedWrite { write, strategy, reason: reason.into() });
+    /// Adds a write (without figures: set them on the returned write).
+    pub fn write(
+        &mut self,
+        strategy: &'static str,
+        write: CgroupWrite,
+        reason: impl Into<String>,
+    ) -> &mut PlannedWrite {
+        let figures = Figures::None;
+        self.writes.push(PlannedWrite { write, strategy, reason: reason.into(), figures });
+        self.writes.last_mut().expect("just pushed")
     }
 
-    /// Adds an eviction of `pod`, unless the plan already evicts it.
-    pub fn evict(&mut self, strategy: &'static str, pod: &PodState, reason: impl Into<String>) {
+    /// Adds an eviction of `pod` with its figures, unless the plan already
+    /// evicts it.
+    pub fn evict(
+        &mut self,
+        strategy: &'static str,
+        pod: &PodState,
+        reason: impl Into<String>,
+        figures: Figures,
+    ) {
         if self.evictions.iter().any(|e| e.uid == pod.pod.uid) {
             return;
         }
@@ -312,6 +330,7 @@ impl Plan {
             uid: pod.pod.uid.clone(),
             strategy,
             reason: reason.into(),
+            figures,
         });
     }
 }
@@ -341,89 +360,9 @@ pub fn plan_all(strategies: &[Box<dyn Strategy>], node: &NodeState, slo: &NodeSL
     plan
 }
 
-/// A plan as `kolo agent plan` prints it: each write with its cgroup
-/// directory, the file it goes to on this cgroup version and the value.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PlanReport {
-    /// Cgroup writes.
-    pub writes: Vec<WriteReport>,
-    /// Evictions.
-    pub evictions: Vec<EvictionReport>,
-}
-
-/// One write of a [`PlanReport`].
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct WriteReport {
-    /// The cgroup directory, relative to the hierarchy root.
-    pub cgroup: String,
-    /// The file (v1 or v2 name).
-    pub file: String,
-    /// The value as the file takes it.
-    pub value: String,
-    /// The strategy.
-    pub strategy: &'static str,
-    /// Why.
-    pub reason: String,
-}
-
-/// One eviction of a [`PlanReport`].
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct EvictionReport {
-    /// `namespace/name`.
-    pub pod: String,
-    /// The strategy.
-    pub strategy: &'static str,
-    /// Why.
-    pub reason: String,
-}
-
-impl PlanReport {
-    /// The report of `plan` on a cgroup `version`.
-    pub fn new(plan: &Plan, version: CgroupVersion) -> PlanReport {
-        let writes = plan
-            .writes
-            .iter()
-            .map(|w| {
-                let resource = w.write.resource;
-                let file = resource.file(version).unwrap_or(resource.name()).to_string();
-                let value = resource.to_file_value(version, w.write.value.clone());
-                WriteReport {
-                    cgroup: w.write.dir.as_path().display().to_string(),
-                    file,
-                    value: value.to_string(),
-                    strategy: w.strategy,
-                    reason: w.reason.clone(),
-                }
-            })
-            .collect();
-        let evictions = plan
-            .evictions
-            .iter()
-            .map(|e| EvictionReport {
-                pod: e.pod.clone(),
-                strategy: e.strategy,
-                reason: e.reason.clone(),
-            })
-            .collect();
-        PlanReport { writes, evictions }
-    }
-
-    /// One line per write and eviction, as `kolo agent plan` and the
-    /// agent's `--dry-run` print them.
-    pub fn lines(&self) -> Vec<String> {
-        let writes = self.writes.iter().map(|w| {
-            format!("write  {}/{} = {}   [{}] {}", w.cgroup, w.file, w.value, w.strategy, w.reason)
-        });
-        let evictions = self
-            .evictions
-            .iter()
-            .map(|e| format!("evict  {}   [{}] {}", e.pod, e.strategy, e.reason));
-        writes.chain(evictions).collect()
-    }
-}
-
-/// A QoS strategy.
-pub trait Strategy {
+/// A QoS strategy (shared between threads: a simulator's nodes advance in
+/// parallel with one list).
+pub trait Strategy: Send + Sync {
     /// Its name (`cpuSuppress`, `memoryEvict`, ...).
     fn name(&self) -> &'static str;
     /// Adds what it wants done to `plan`. `slo` is the node's NodeSLO spec
@@ -455,9 +394,16 @@ pub mod cpu_evict;
 pub mod cpu_pools;
 pub mod cpu_suppress;
 pub mod eviction_order;
+pub mod figures;
 pub mod memory_evict;
 pub mod memory_qos;
+pub mod plan_report;
+pub mod round;
 pub mod state_file;
+
+pub use figures::Figures;
+pub use plan_report::{EvictionReport, PlanReport, WriteReport};
+pub use round::{CollectSettings, Probe, QosLoop, RoundPlan, SurgeThresholds};
 
 #[cfg(test)]
 mod invariants;

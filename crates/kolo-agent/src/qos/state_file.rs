@@ -11,6 +11,7 @@
 //!   reserved: {cpu: "1", memory: 2Gi}   # optional
 //!   usage: {cpu: "7", memory: 40Gi}
 //!   beCpus: "0-15"                      # optional: default every CPU of the capacity
+//!   cpuCores: {0: [0, 0], 1: [0, 1], 8: [0, 0]}   # optional: CPU → [socket, core] (cpuset placement)
 //!   cgroupVersion: v1                   # v1 (default) or v2
 //!   cgroupDriver: cgroupfs              # cgroupfs (default) or systemd
 //!   features: {cpuIdle: true, cfsBurst: true}   # also bvtWarpNs, memoryQos, eevdf
@@ -27,6 +28,7 @@
 //! ```
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as KubeQuantity;
@@ -37,7 +39,8 @@ use kolo_core::resources::{ResourceName, ResourceVector};
 use serde::Deserialize;
 
 use super::{
-    BeGroupState, BeUsageWindow, CfsState, EvictionHistory, Features, NodeState, PodState,
+    BeGroupState, BeUsageWindow, CfsState, EvictionHistory, Features, NodeState, PodState, Probe,
+    QosLoop, RoundPlan, default_strategies,
 };
 use crate::cgroup::{CgroupDir, CgroupDriver, CgroupVersion, PodPaths};
 use crate::predictor::CpuMem;
@@ -81,6 +84,8 @@ struct NodeSection {
     usage: ResourceList,
     #[serde(default)]
     be_cpus: Option<String>,
+    #[serde(default)]
+    cpu_cores: BTreeMap<u32, (u32, u32)>,
     #[serde(default)]
     cgroup_version: Option<String>,
     #[serde(default)]
@@ -154,6 +159,19 @@ pub struct PlanInput {
     pub slo: NodeSLOSpec,
 }
 
+impl PlanInput {
+    /// What the agent's loop would do on this node now: a slow round of
+    /// the default strategies with the file's NodeSLO and eviction history
+    /// (and a rate limit with nothing evicted yet).
+    pub fn plan(&mut self) -> RoundPlan {
+        let mut qos = QosLoop::new(default_strategies().into(), Duration::from_secs(60));
+        qos.set_node_slo(Some(self.slo.clone()));
+        qos.restore_history(self.node.evictions);
+        let now = self.node.now;
+        qos.round(&mut self.node, now, Probe::Slow)
+    }
+}
+
 /// Reads a state file (YAML or JSON). `now` is used when the file has no
 /// `now`.
 pub fn parse_state(text: &str, now: Timestamp) -> Result<PlanInput, StateFileError> {
@@ -192,6 +210,11 @@ pub fn parse_state(text: &str, now: Timestamp) -> Result<PlanInput, StateFileErr
             CpuSet::from_range(0, cpus - 1)
         }
     };
+    if let Some(cpu) =
+        be_cpus.iter().find(|c| !n.cpu_cores.is_empty() && !n.cpu_cores.contains_key(c))
+    {
+        return Err(error("$.node.cpuCores", format!("BE CPU {cpu} has no [socket, core]")));
+    }
     let be = match &n.be {
         None => BeGroupState::default(),
         Some(b) => BeGroupState {
@@ -208,9 +231,9 @@ pub fn parse_state(text: &str, now: Timestamp) -> Result<PlanInput, StateFileErr
         Some(w) => {
             let cpu = ResourceList::from([("cpu".to_string(), w.cpu.clone())]);
             Some(BeUsageWindow {
-                window: std::time::Duration::from_secs(w.seconds),
+                window: Duration::from_secs(w.seconds),
                 avg_milli: cpu_mem("$.node.beUsageWindow.cpu", &cpu)?.cpu_milli,
-                covered: std::time::Duration::from_secs(w.covered_seconds),
+                covered: Duration::from_secs(w.covered_seconds),
             })
         }
     };
@@ -231,7 +254,7 @@ pub fn parse_state(text: &str, now: Timestamp) -> Result<PlanInput, StateFileErr
         reserved: cpu_mem("$.node.reserved", &n.reserved)?,
         usage: cpu_mem("$.node.usage", &n.usage)?,
         be_cpus,
-        cpu_cores: BTreeMap::new(),
+        cpu_cores: n.cpu_cores.clone(),
         be_dir: paths.qos_dir(kolo_api::kube_qos::KubeQoSClass::BestEffort).clone(),
         be,
         pods,

@@ -1,14 +1,34 @@
-//! The node agent's cluster side: everything it reads from or writes to the
-//! API server, for its own node only.
+//! The node agent on a real node: every act-side loop, for its own node
+//! only. The decisions are [`kolo_agent::qos::QosLoop`]'s.
 //!
-//! * [`nodemetric`]: writes the NodeMetric `status` the agent computed;
+//! * [`run`]: the whole agent from an [`AgentRun`] (what `kolo agent` and
+//!   `kolo agent cluster` call);
+//! * [`ticks`]: the tick loop, the QoS rounds and the fast-probe timer;
+//! * [`driver`]: one round as a step over where the node state comes from
+//!   and where the plan goes ([`PlanSink`]);
+//! * [`source`]: the pod source (a file or the kubelet) and the agent;
+//! * [`serve`]: `/metrics`, `/healthz`, `/readyz`;
+//! * [`nodemetric`]: watches the node's NodeMetric spec, writes its status;
+//! * [`report`]: writes the status on the spec's report interval;
 //! * [`nodeslo`]: watches the node's NodeSLO;
+//! * [`watch`]: the watch of one object named after the node;
 //! * [`eviction`]: evicts pods through the Eviction API.
 
+pub mod driver;
 pub mod eviction;
 pub mod nodemetric;
 pub mod nodeslo;
+pub mod report;
+pub mod run;
+pub mod serve;
+pub mod source;
+pub mod ticks;
+pub mod watch;
 
+pub use driver::{CgroupSink, DryRunSink, PlanSink, round_step};
 pub use eviction::{ApiEvictor, EvictionVersion, evict};
-pub use nodemetric::NodeMetricWriter;
+pub use nodemetric::{NodeMetricWriter, watch_node_metric};
 pub use nodeslo::watch_node_slo;
+pub use run::{AgentRun, AgentRunError, ClusterSide, run};
+pub use source::{Source, SourceConfig, SourceError, build_agent};
+pub use ticks::{QosDriver, run_ticks};

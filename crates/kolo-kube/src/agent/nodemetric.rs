@@ -1,10 +1,20 @@
-//! Writing the node's NodeMetric `status`.
+//! The node's NodeMetric: its spec (the manager's collect policy) is
+//! watched, its `status` written.
 
 use kolo_api::crd::{NodeMetric, NodeMetricSpec};
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
+use tokio::sync::watch;
 
+use super::watch::watch_own;
 use crate::error::KubeError;
+
+/// Watches the NodeMetric named after `node` ([`watch_own`]): the receiver
+/// holds its spec as the manager wrote it, `None` while there is no
+/// NodeMetric.
+pub fn watch_node_metric(client: Client, node: &str) -> watch::Receiver<Option<NodeMetricSpec>> {
+    watch_own(client, node, |metric: NodeMetric| metric.spec)
+}
 
 /// Writes one node's NodeMetric status (the manager owns the spec).
 #[derive(Clone)]

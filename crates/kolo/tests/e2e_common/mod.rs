@@ -271,3 +271,26 @@ pub fn busy_and_idle_nodes(config: &Path, id: &str) -> (String, String) {
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
+
+/// Deletes a test's node, its NodeMetric and NodeSLO, and its namespace
+/// (with the ConfigMaps in it) when dropped.
+pub struct NodeCleanup {
+    /// The kubeconfig.
+    pub config: PathBuf,
+    /// The node.
+    pub node: String,
+    /// The namespace.
+    pub namespace: String,
+}
+
+impl Drop for NodeCleanup {
+    fn drop(&mut self) {
+        let steps = vec![
+            vec!["delete", "node", &self.node, "--ignore-not-found"],
+            vec!["delete", "nodemetric,nodeslo", &self.node, "--ignore-not-found"],
+            vec!["delete", "configmap", "--all", "-n", &self.namespace],
+            vec!["delete", "namespace", &self.namespace, "--wait=false"],
+        ];
+        crate::common::cleanup(&self.config, &steps, &self.namespace);
+    }
+}

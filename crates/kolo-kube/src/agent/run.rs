@@ -1,0 +1,136 @@
+//! Running the agent on a real node: the tick loop, the QoS rounds and
+//! where their plans go, the metrics endpoints, and in a cluster the
+//! NodeSLO and NodeMetric watches, the NodeMetric status writer and
+//! Eviction API evictions. The binary only turns its arguments into an
+//! [`AgentRun`].
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kolo_agent::agent::{Agent, AgentConfig};
+use kolo_agent::evict::{Evictor, KillEvictor};
+use kolo_agent::qos::{QosLoop, default_strategies};
+use kolo_api::crd::NodeSLOSpec;
+use tokio::sync::watch;
+
+use super::ApiEvictor;
+use super::driver::{CgroupSink, DryRunSink, PlanSink};
+use super::nodemetric::{NodeMetricWriter, watch_node_metric};
+use super::nodeslo::watch_node_slo;
+use super::report::report_every;
+use super::source::{Source, SourceConfig, SourceError, build_agent};
+use super::ticks::{self, QosDriver, run_ticks};
+use crate::error::KubeError;
+use crate::health::Health;
+
+/// How to run the agent.
+#[derive(Debug, Clone)]
+pub struct AgentRun {
+    /// Where the agent looks and how often.
+    pub agent: AgentConfig,
+    /// Where the pods come from.
+    pub source: SourceConfig,
+    /// The NodeSLO the strategies follow (in a cluster: until the node's
+    /// NodeSLO is seen); `None`: every default.
+    pub node_slo: Option<NodeSLOSpec>,
+    /// Serve `/metrics`, `/healthz` and `/readyz` here.
+    pub listen: Option<SocketAddr>,
+    /// Stop after this many ticks (default: run until killed).
+    pub ticks: Option<u64>,
+    /// The cluster side, if any.
+    pub cluster: Option<ClusterSide>,
+}
+
+/// The agent's cluster side.
+#[derive(Debug, Clone)]
+pub struct ClusterSide {
+    /// Kubeconfig to use (default: `$KUBECONFIG`, `~/.kube/config`, or the
+    /// pod's service account).
+    pub kubeconfig: Option<PathBuf>,
+    /// How often the NodeMetric status is written until the node's
+    /// NodeMetric spec is seen (then its `reportIntervalSeconds`, at least
+    /// 30 s).
+    pub report_interval_until_spec: Duration,
+}
+
+/// Why the agent stopped (or could not start).
+#[derive(Debug, thiserror::Error)]
+pub enum AgentRunError {
+    /// The pod source or the agent could not be set up.
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    /// The metrics endpoint could not be served.
+    #[error("--listen {addr}: {source}")]
+    Listen {
+        /// The address.
+        addr: SocketAddr,
+        /// What went wrong.
+        source: std::io::Error,
+    },
+    /// No Tokio runtime for the cluster side.
+    #[error("starting the cluster side's runtime: {0}")]
+    Runtime(std::io::Error),
+    /// The API server could not be reached or configured.
+    #[error(transparent)]
+    Kube(#[from] KubeError),
+}
+
+/// Runs the agent until `ticks` ticks ran, or until killed.
+pub fn run(config: AgentRun) -> Result<(), AgentRunError> {
+    let interval = config.agent.interval;
+    let dry_run = config.agent.dry_run;
+    let node = config.agent.node_name.clone();
+    let agent = Arc::new(Mutex::new(build_agent(config.agent.clone(), &config.source)?));
+    if let Some(addr) = config.listen {
+        super::serve::serve_metrics(addr, Arc::clone(&agent))
+            .map_err(|source| AgentRunError::Listen { addr, source })?;
+    }
+    let until_spec =
+        config.cluster.as_ref().map_or(Duration::from_secs(60), |c| c.report_interval_until_spec);
+    let mut qos = QosLoop::new(default_strategies().into(), until_spec);
+    qos.set_node_slo(config.node_slo.clone());
+    let Some(cluster) = &config.cluster else {
+        let sink = sink(&ticks::lock(&agent), dry_run, None);
+        let mut driver = QosDriver::new(qos, sink);
+        tracing::info!(interval_ms = interval.as_millis() as u64, "agent running");
+        run_ticks(&agent, interval, config.ticks, Some(&mut driver));
+        return Ok(());
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(AgentRunError::Runtime)?;
+    let client = runtime.block_on(crate::client::connect(cluster.kubeconfig.as_deref()))?;
+    let evictor: Box<dyn Evictor + Send> =
+        Box::new(ApiEvictor::new(client.clone(), runtime.handle().clone(), Health::new("agent")));
+    let mut driver = QosDriver::new(qos, sink(&ticks::lock(&agent), dry_run, Some(evictor)));
+    let (interval_tx, interval_rx) = watch::channel(until_spec);
+    {
+        let _context = runtime.enter();
+        driver.follow_node_slo(watch_node_slo(client.clone(), &node));
+        driver.follow_node_metric(watch_node_metric(client.clone(), &node), interval_tx);
+    }
+    let writer = NodeMetricWriter::new(client, &node);
+    runtime.spawn(report_every(Arc::clone(&agent), writer, interval_rx));
+    tracing::info!(%node, interval_ms = interval.as_millis() as u64, "agent running (cluster mode)");
+    run_ticks(&agent, interval, config.ticks, Some(&mut driver));
+    Ok(())
+}
+
+/// Where plans go: printed with `--dry-run`, else to the node's cgroups
+/// and `evictor` (default: killing the pod's processes).
+fn sink(
+    agent: &Agent<Source>,
+    dry_run: bool,
+    evictor: Option<Box<dyn Evictor + Send>>,
+) -> Box<dyn PlanSink + Send> {
+    let cgroups = Arc::clone(agent.cgroups());
+    if dry_run {
+        return Box::new(DryRunSink::new(cgroups.version(), Box::new(std::io::stdout())));
+    }
+    let evictor = evictor.unwrap_or_else(|| Box::new(KillEvictor::new(Arc::clone(&cgroups))));
+    Box::new(CgroupSink::new(cgroups, evictor))
+}
