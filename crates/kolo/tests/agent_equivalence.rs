@@ -145,7 +145,6 @@ fn sim_node() -> SimNode {
         cores,
         NodeView::new("node-1"),
         SYSTEM,
-        ColocationStrategy::defaults(),
     );
     let paths = pod_paths();
     let agent = AgentSide::new(
