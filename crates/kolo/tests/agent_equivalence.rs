@@ -27,7 +27,6 @@ use kolo_core::node::NodeView;
 use kolo_core::pod::PodView;
 use kolo_core::resources::ResourceVector;
 use kolo_kube::agent::{CgroupSink, round_step};
-use kolo_manager::config::ColocationStrategy;
 use kolo_sim::agent::{AgentSide, pod_paths, pod_uid, read_started, round};
 use kolo_sim::node::{NodePod, NodeStep, SimNode, Work};
 use kolo_sim::objects::{self, BATCH_NAMESPACE, LS_NAMESPACE, PodClass};
