@@ -165,6 +165,12 @@ impl TestServer {
         String::from_utf8(body).unwrap()
     }
 
+    /// Asserts that `/metrics` now holds `line`, whole.
+    async fn assert_metric(&self, line: &str) {
+        let text = self.metrics_text().await;
+        assert!(text.lines().any(|l| l == line), "no line {line:?} in\n{text}");
+    }
+
     async fn stop(mut self) {
         let _ = self.shutdown.take().unwrap().send(());
         tokio::time::timeout(Duration::from_secs(5), &mut self.task)
@@ -340,11 +346,9 @@ async fn a_panicking_decision_answers_allowed_unchanged_and_is_counted() {
     // Still serving.
     let (status, _, body) = server.send("GET", "/healthz", Vec::new()).await;
     assert_eq!((status, body.as_slice()), (StatusCode::OK, &b"ok\n"[..]));
-    let text = server.metrics_text().await;
-    assert!(
-        text.contains(r#"kolo_webhook_handler_failures_total{webhook="mutate",reason="panic"} 1"#),
-        "{text}"
-    );
+    server
+        .assert_metric(r#"kolo_webhook_handler_failures_total{webhook="mutate",reason="panic"} 1"#)
+        .await;
     server.stop().await;
 }
 
@@ -580,11 +584,9 @@ async fn health_readiness_and_metrics() {
     // The process's other metrics share the endpoint.
     assert!(text.lines().any(|l| l == "kolo_webhook_leader 0"), "{text}");
     server.health.count("example_write", &Ok::<(), ()>(()));
-    let text = server.metrics_text().await;
-    assert!(
-        text.contains(r#"kolo_webhook_actions_total{action="example_write",result="ok"} 1"#),
-        "{text}"
-    );
+    server
+        .assert_metric(r#"kolo_webhook_actions_total{action="example_write",result="ok"} 1"#)
+        .await;
     server.stop().await;
 }
 

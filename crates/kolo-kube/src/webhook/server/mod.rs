@@ -509,3 +509,38 @@ impl WebhookServer {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_webhooks_join_the_health_endpoint_of_the_process() {
+        // As in `kolo manager run --webhook-listen`: the manager's health.
+        let health = Health::new("manager");
+        health.set_ready(true);
+        let state = SharedState::pending();
+        let webhook = Webhook::new(state.clone()).with_health(Arc::clone(&health));
+        assert_eq!(
+            health.readiness(),
+            Err(vec!["admission webhook: no admission state yet".to_string()])
+        );
+        state.replace(AdmissionState::default());
+        assert_eq!(health.readiness(), Ok(()));
+
+        webhook.metrics().observe_request(
+            WebhookKind::Mutate,
+            Outcome::Patched,
+            Duration::from_micros(80),
+        );
+        let text = health.encode();
+        for line in [
+            "kolo_manager_leader 0",
+            r#"kolo_webhook_requests_total{webhook="mutate",outcome="patched"} 1"#,
+            r#"kolo_webhook_connection_errors_total{stage="tls_handshake"} 0"#,
+        ] {
+            assert!(text.lines().any(|l| l == line), "no line {line:?} in\n{text}");
+        }
+        assert_eq!(text.matches("# EOF").count(), 1, "{text}");
+    }
+}

@@ -439,4 +439,25 @@ mod tests {
         .unwrap_err();
         assert!(matches!(err, TlsError::Rustls(_)), "{err}");
     }
+
+    #[tokio::test]
+    async fn both_sources_serve_and_bad_files_are_named() {
+        let generated = generate_self_signed(&SelfSignedOptions::default()).unwrap();
+        serving_config(&CertificateSource::Generated(generated.clone())).unwrap();
+
+        let dir = tempfile::tempdir().unwrap();
+        let (cert, key) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
+        write_pem(&cert, &generated.cert_chain_pem).unwrap();
+        write_pem(&key, &generated.key_pem).unwrap();
+        let check_interval = Duration::from_secs(60);
+        let files =
+            CertificateSource::Files { cert: cert.clone(), key: key.clone(), check_interval };
+        let config = serving_config(&files).unwrap();
+        assert_eq!(config.alpn_protocols, vec![b"http/1.1".to_vec()]);
+
+        write_pem(&key, "not a key").unwrap();
+        let err = serving_config(&files).unwrap_err().to_string();
+        let named = format!("{} and {}: no PRIVATE KEY block", cert.display(), key.display());
+        assert!(err.starts_with(&named), "{err}");
+    }
 }
