@@ -82,15 +82,7 @@ fn agent_reports_on_the_interval_of_the_spec_the_manager_writes() {
         Ok(s) => s,
         Err(reason) => return kolo_agent::sandbox::skip(test, &reason),
     };
-    let id = e2e_common::run_id("agent-spec");
-    let node = format!("{id}-node");
-    e2e_common::install_crds(&config);
-    run(kubectl(&config).args(["create", "namespace", &id]), None);
-    let _cleanup = e2e_common::NodeCleanup {
-        config: config.clone(),
-        node: node.clone(),
-        namespace: id.clone(),
-    };
+    let (id, node, _cleanup) = e2e_common::node_test(&config, "agent-spec");
     // A node with an LS and a BE pod (real cgroups; nothing is written
     // to them: --dry-run).
     let mut refs = Vec::new();

@@ -19,15 +19,7 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 #[test]
 fn manager_writes_nodemetric_nodeslo_and_batch_allocatable() {
     let Some(config) = common::kubeconfig("e2e_manager") else { return };
-    let id = e2e_common::run_id("mgr");
-    let node = format!("{id}-node");
-    e2e_common::install_crds(&config);
-    run(kubectl(&config).args(["create", "namespace", &id]), None);
-    let _cleanup = e2e_common::NodeCleanup {
-        config: config.clone(),
-        node: node.clone(),
-        namespace: id.clone(),
-    };
+    let (id, node, _cleanup) = e2e_common::node_test(&config, "mgr");
     let colocation = json!({"enable": true, "cpuReclaimThresholdPercent": 60,
                             "memoryReclaimThresholdPercent": 65, "degradeTimeMinutes": 15});
     let configmap = json!({

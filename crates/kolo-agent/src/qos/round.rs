@@ -100,6 +100,9 @@ pub struct RoundPlan {
 #[derive(Clone)]
 pub struct QosLoop {
     strategies: Arc<[Box<dyn Strategy>]>,
+    /// Whether `cfsQuotaBurst` is among them (only then is CFS state
+    /// worth collecting, or working out whether it is).
+    runs_cfs_quota_burst: bool,
     slo: NodeSLOSpec,
     metric_spec: Option<NodeMetricSpec>,
     policy: CollectPolicy,
@@ -126,8 +129,10 @@ impl QosLoop {
     /// list) with the default NodeSLO, no NodeMetric spec yet (reports
     /// every `report_interval_until_spec`) and the default rate limit.
     pub fn new(strategies: Arc<[Box<dyn Strategy>]>, report_interval_until_spec: Duration) -> Self {
+        let runs_cfs_quota_burst = strategies.iter().any(|s| s.name() == cfs_quota_burst::NAME);
         QosLoop {
             strategies,
+            runs_cfs_quota_burst,
             slo: NodeSLOSpec::default(),
             metric_spec: None,
             policy: CollectPolicy::default(),
@@ -137,7 +142,7 @@ impl QosLoop {
             // CFS state is read until the first round says otherwise, so
             // quotas a previous agent raised are seen and reset.
             collect: CollectSettings {
-                cfs_state: true,
+                cfs_state: runs_cfs_quota_burst,
                 be_usage_window: None,
                 report_interval: report_interval_until_spec,
                 policy_generation: 0,
@@ -240,7 +245,8 @@ impl QosLoop {
                 plan.writes.retain(|w| w.write.dir == node.be_dir && tightens(&w.write, &node.be));
             }
             Probe::Slow => {
-                self.collect.cfs_state = cfs_quota_burst::needs_cfs_state(node, &self.slo);
+                self.collect.cfs_state =
+                    self.runs_cfs_quota_burst && cfs_quota_burst::needs_cfs_state(node, &self.slo);
                 let threshold = self.slo.resource_used_threshold_with_be.as_ref();
                 self.collect.be_usage_window = cpu_evict::usage_window(
                     threshold.and_then(|t| t.cpu_evict_time_window_seconds),
@@ -429,6 +435,30 @@ mod tests {
                 q.collect_policy().durations.iter().map(|d| d.duration.as_secs()).collect();
             assert_eq!(got, windows, "{spec:?}");
         }
+    }
+
+    #[test]
+    fn cfs_state_is_only_collected_for_cfs_quota_burst() {
+        // An LS pod whose CFS quota a previous agent raised: cfsQuotaBurst
+        // needs the state to reset it.
+        let (mut n, _) = memory_pressure();
+        let cpu = |m| kolo_core::resources::ResourceVector::cpu_memory(m, 0);
+        let mut ls = crate::qos::testing_a::container("main", cpu(1_000), cpu(2_000));
+        ls.dir = Some(crate::cgroup::CgroupDir::parse("kubepods/burstable/poduid-ls/c1").unwrap());
+        n.pods[5].containers.push(ls.clone());
+        n.cfs.insert(
+            ls.dir.clone().unwrap(),
+            crate::qos::CfsState { quota_us: 400_000, throttled_ratio: None },
+        );
+        let mut all = qos_loop(NodeSLOSpec::default());
+        assert!(all.round(&mut n, ts(1000), Probe::Slow).collect.cfs_state);
+        let without: Arc<[Box<dyn Strategy>]> = default_strategies()
+            .into_iter()
+            .filter(|s| s.name() != cfs_quota_burst::NAME)
+            .collect();
+        let mut some = QosLoop::new(without, Duration::from_secs(60));
+        assert!(!some.collect().cfs_state);
+        assert!(!some.round(&mut n, ts(1000), Probe::Slow).collect.cfs_state);
     }
 
     #[test]

@@ -272,6 +272,19 @@ pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
+/// A test's objects: its id (`run_id(test)`, also its namespace, created
+/// here, and its nodes' label), its node's name, the CRDs installed, and
+/// their cleanup.
+pub fn node_test(config: &Path, test: &str) -> (String, String, NodeCleanup) {
+    let id = run_id(test);
+    let node = format!("{id}-node");
+    install_crds(config);
+    run(kubectl(config).args(["create", "namespace", &id]), None);
+    let cleanup =
+        NodeCleanup { config: config.to_path_buf(), node: node.clone(), namespace: id.clone() };
+    (id, node, cleanup)
+}
+
 /// Deletes a test's node, its NodeMetric and NodeSLO, and its namespace
 /// (with the ConfigMaps in it) when dropped.
 pub struct NodeCleanup {
