@@ -166,12 +166,19 @@ fn serves_metrics_while_running() {
     // Two rounds (the first is the CPU baseline) and a little slack.
     std::thread::sleep(std::time::Duration::from_millis(3000));
     let health = http_get(port, "/healthz");
+    let ready = http_get(port, "/readyz");
     let metrics = http_get(port, "/metrics");
     let _ = child.kill();
     let _ = child.wait();
     assert!(health.starts_with("HTTP/1.1 200"), "{health}");
+    assert!(ready.starts_with("HTTP/1.1 200"), "{ready}");
     assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
     let body = metrics.split("\r\n\r\n").nth(1).unwrap();
+    // The process's one health server: the component's own counters, then
+    // the agent's collection metrics, one OpenMetrics `# EOF` at the end.
+    assert!(body.contains("kolo_agent_leader 1"), "{body}");
+    assert_eq!(body.matches("# EOF").count(), 1, "{body}");
+    assert!(body.trim_end().ends_with("# EOF"), "{body}");
     let spin = sample(body, "kolo_agent_pod_cpu_usage_cores", "spinner");
     assert!((0.6..=1.2).contains(&spin), "spinner {spin}");
     assert!(

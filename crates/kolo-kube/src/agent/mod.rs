@@ -7,7 +7,6 @@
 //! * [`driver`]: one round as a step over where the node state comes from
 //!   and where the plan goes ([`PlanSink`]);
 //! * [`source`]: the pod source (a file or the kubelet) and the agent;
-//! * [`serve`]: `/metrics`, `/healthz`, `/readyz`;
 //! * [`nodemetric`]: watches the node's NodeMetric spec, writes its status;
 //! * [`report`]: writes the status on the spec's report interval;
 //! * [`nodeslo`]: watches the node's NodeSLO;
@@ -20,7 +19,6 @@ pub mod nodemetric;
 pub mod nodeslo;
 pub mod report;
 pub mod run;
-pub mod serve;
 pub mod source;
 pub mod ticks;
 pub mod watch;

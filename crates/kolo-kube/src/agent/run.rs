@@ -61,14 +61,6 @@ pub enum AgentRunError {
     /// The pod source or the agent could not be set up.
     #[error(transparent)]
     Source(#[from] SourceError),
-    /// The metrics endpoint could not be served.
-    #[error("--listen {addr}: {source}")]
-    Listen {
-        /// The address.
-        addr: SocketAddr,
-        /// What went wrong.
-        source: std::io::Error,
-    },
     /// No Tokio runtime for the cluster side.
     #[error("starting the cluster side's runtime: {0}")]
     Runtime(std::io::Error),
@@ -83,9 +75,10 @@ pub fn run(config: AgentRun) -> Result<(), AgentRunError> {
     let dry_run = config.agent.dry_run;
     let node = config.agent.node_name.clone();
     let agent = Arc::new(Mutex::new(build_agent(config.agent.clone(), &config.source)?));
+    let health = agent_health(&agent);
     if let Some(addr) = config.listen {
-        super::serve::serve_metrics(addr, Arc::clone(&agent))
-            .map_err(|source| AgentRunError::Listen { addr, source })?;
+        let bound = crate::health::serve_on_thread(addr, Arc::clone(&health))?;
+        tracing::info!(addr = %bound, "serving /metrics, /healthz and /readyz");
     }
     let until_spec =
         config.cluster.as_ref().map_or(Duration::from_secs(60), |c| c.report_interval_until_spec);
@@ -105,7 +98,7 @@ pub fn run(config: AgentRun) -> Result<(), AgentRunError> {
         .map_err(AgentRunError::Runtime)?;
     let client = runtime.block_on(crate::client::connect(cluster.kubeconfig.as_deref()))?;
     let evictor: Box<dyn Evictor + Send> =
-        Box::new(ApiEvictor::new(client.clone(), runtime.handle().clone(), Health::new("agent")));
+        Box::new(ApiEvictor::new(client.clone(), runtime.handle().clone(), health));
     let mut driver = QosDriver::new(qos, sink(&ticks::lock(&agent), dry_run, Some(evictor)));
     let (interval_tx, interval_rx) = watch::channel(until_spec);
     {
@@ -118,6 +111,21 @@ pub fn run(config: AgentRun) -> Result<(), AgentRunError> {
     tracing::info!(%node, interval_ms = interval.as_millis() as u64, "agent running (cluster mode)");
     run_ticks(&agent, interval, config.ticks, Some(&mut driver));
     Ok(())
+}
+
+/// The process's health endpoint for the agent: ready once the agent is
+/// built (it needs no cache to sync), never elected (every node runs
+/// one), and the agent's own collection metrics after the API write
+/// counters (evictions in cluster mode).
+fn agent_health(agent: &Arc<Mutex<Agent<Source>>>) -> Arc<Health> {
+    let health = Health::new("agent");
+    health.set_ready(true);
+    health.leader.set(1);
+    let agent = Arc::clone(agent);
+    health.add_metrics(move |text| {
+        text.push_str(&kolo_agent::metrics::encode(&*ticks::lock(&agent)));
+    });
+    health
 }
 
 /// Where plans go: printed with `--dry-run`, else to the node's cgroups
