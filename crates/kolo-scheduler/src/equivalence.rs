@@ -176,10 +176,11 @@ impl EquivalenceCache {
                 self.entries.push(CacheEntry::default());
                 self.entries.len() - 1
             }
+            // Full: the least recently used entry (there is one, the
+            // capacity is not 0).
             None => {
-                let (i, _) =
-                    self.entries.iter().enumerate().min_by_key(|(_, e)| e.last_used).expect("full");
-                i
+                let lru = self.entries.iter().enumerate().min_by_key(|(_, e)| e.last_used);
+                lru.map_or(0, |(i, _)| i)
             }
         };
         let entry = &mut self.entries[index];

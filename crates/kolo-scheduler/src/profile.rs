@@ -358,3 +358,85 @@ impl std::fmt::Debug for Profile {
             .finish()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::SchedulerConfig;
+    use crate::plugins::{DEFAULT_PLUGINS, registry};
+
+    fn build(yaml: &str) -> Result<Profile, ConfigError> {
+        let config = SchedulerConfig::from_yaml(yaml).unwrap();
+        Profile::build(&registry(), &config.profiles()[0], DEFAULT_PLUGINS)
+    }
+
+    #[test]
+    fn points_hold_the_plugins_that_implement_them_in_order() {
+        let profile = build("{}").unwrap();
+        let filters: Vec<_> = profile.filter_plugins().collect();
+        assert_eq!(
+            filters,
+            [
+                "NodeUnschedulable",
+                "NodeAffinity",
+                "TaintToleration",
+                "NodeResourcesFit",
+                "LoadAwareScheduling",
+                "NodeNUMAResource"
+            ]
+        );
+        let scores: Vec<_> = profile.score_plugins().collect();
+        assert_eq!(
+            scores,
+            [
+                ("NodeAffinity", 2),
+                ("TaintToleration", 3),
+                ("NodeResourcesFit", 1),
+                ("LoadAwareScheduling", 1),
+                ("NodeNUMAResource", 1)
+            ]
+        );
+        let names = |list: &[Enabled<dyn Reserve>]| -> Vec<&str> {
+            list.iter().map(|e| profile.plugin_name(e.index)).collect()
+        };
+        assert_eq!(names(&profile.reserve), ["NodeNUMAResource"]);
+        // Every in-tree Filter plugin gives queueing hints; QueueSort and
+        // Bind plugins give none.
+        let hinting: Vec<&str> = (0..profile.plugins.len())
+            .filter(|&i| profile.hints[i].is_some())
+            .map(|i| profile.plugin_name(i))
+            .collect();
+        assert_eq!(hinting.len(), filters.len(), "{hinting:?}");
+        assert!(profile.equivalence && profile.local_node_updates);
+    }
+
+    #[test]
+    fn points_a_plugin_cannot_serve_are_refused_at_build() {
+        // (config, the error's text)
+        let cases = [
+            (
+                "profiles:\n- plugins:\n    filter:\n      enabled: [{name: PrioritySort}]\n",
+                "profile kolo-scheduler: plugin PrioritySort does not implement filter",
+            ),
+            (
+                "profiles:\n- plugins:\n    queueSort:\n      disabled: [{name: '*'}]\n",
+                "scheduler config: profile kolo-scheduler: plugins.queueSort: exactly one QueueSort plugin must be enabled, found 0",
+            ),
+            (
+                "profiles:\n- plugins:\n    bind:\n      disabled: [{name: '*'}]\n",
+                "scheduler config: profile kolo-scheduler: plugins.bind: at least one Bind plugin must be enabled",
+            ),
+        ];
+        for (yaml, want) in cases {
+            let got = build(yaml).map(|_| ()).unwrap_err().to_string();
+            assert_eq!(got, want, "{yaml}");
+        }
+        // A plugin only `multiPoint` names is left out where it cannot
+        // serve: DefaultBinder is no Filter.
+        let profile = build(
+            "profiles:\n- plugins:\n    multiPoint:\n      enabled: [{name: DefaultBinder}]\n",
+        )
+        .unwrap();
+        assert!(!profile.filter_plugins().any(|p| p == "DefaultBinder"));
+    }
+}

@@ -37,9 +37,9 @@ use crate::config::{ConfigError, SchedulerConfig};
 use crate::equivalence::{EquivalenceCache, pod_signature};
 use crate::framework::{
     BindOutcome, ClusterEvent, ClusterEventHandler, CycleContext, CycleState, EventKinds, Facts,
-    NodeId, NodeInfo, PermitOutcome, PodInfo, Rejection,
+    NodeId, NodeInfo, PermitOutcome, PodInfo, Rejection, Reserve,
 };
-use crate::profile::{DefaultPlugin, Profile};
+use crate::profile::{DefaultPlugin, Enabled, Profile};
 use crate::queue::SchedulingQueue;
 use crate::registry::Registry;
 use crate::search::{NoNode, Scratch, Search, node_facts, prepare};
@@ -413,13 +413,7 @@ impl Scheduler {
     /// its assumption.
     fn undo_reservation(&mut self, profile: usize, info: &PodInfo, node: NodeId, now: Timestamp) {
         if let Some(node_info) = self.cache.node(node) {
-            unreserve(
-                &self.profiles[profile],
-                self.profiles[profile].reserve.len(),
-                info,
-                node_info,
-                now,
-            );
+            unreserve(&self.profiles[profile].reserve, info, node_info, now);
         }
         let changes = self.cache.forget(info.key());
         self.dispatch(changes, now);
@@ -581,7 +575,7 @@ impl Scheduler {
         for (k, p) in profile_ref.reserve.iter().enumerate() {
             if let Err(rejection) = p.plugin.reserve(&ctx, state, info, node_info) {
                 // Undo the plugins that reserved, then the assumption.
-                unreserve(profile_ref, k + 1, info, node_info, now);
+                unreserve(&profile_ref.reserve[..=k], info, node_info, now);
                 let changes = self.cache.forget(info.key());
                 self.dispatch(changes, now);
                 return Err(rejection);
@@ -665,10 +659,10 @@ fn live_node<'a>(cache: &'a Cache, node: NodeId, pod: &PodInfo) -> Result<&'a No
         .ok_or_else(|| Rejection::error(format!("node of pod {} disappeared", pod.key())))
 }
 
-/// Unreserves a pod in the first `count` Reserve plugins, last first.
-fn unreserve(profile: &Profile, count: usize, info: &PodInfo, node: &NodeInfo, now: Timestamp) {
+/// Unreserves a pod in these Reserve plugins, last first.
+fn unreserve(reserve: &[Enabled<dyn Reserve>], info: &PodInfo, node: &NodeInfo, now: Timestamp) {
     let ctx = CycleContext { now };
-    for p in profile.reserve[..count].iter().rev() {
+    for p in reserve.iter().rev() {
         p.plugin.unreserve(&ctx, info, node);
     }
 }

@@ -652,7 +652,8 @@ fn json_gives_the_status_code_of_each_rejection() {
 
 /// A node with 16 CPUs (8 cores of 2 threads, NUMA nodes of 8 CPUs) and
 /// two LSR pods of 4 CPUs each.
-const NUMA_SNAPSHOT: &str = r#"
+fn numa_snapshot() -> String {
+    let node = r#"
 apiVersion: v1
 kind: List
 items:
@@ -665,29 +666,20 @@ items:
   status:
     allocatable: {cpu: "16", memory: 64Gi, pods: "110"}
     capacity: {cpu: "16", memory: 64Gi, pods: "110"}
-- apiVersion: v1
-  kind: Pod
-  metadata: {name: db-0, namespace: ns, creationTimestamp: "2026-11-22T03:00:00Z", labels: {koordinator.sh/qosClass: LSR}}
-  spec:
-    schedulerName: kolo-scheduler
-    containers:
-    - name: c
-      resources: {requests: {cpu: "4", memory: 1Gi}, limits: {cpu: "4", memory: 1Gi}}
-- apiVersion: v1
-  kind: Pod
-  metadata: {name: db-1, namespace: ns, creationTimestamp: "2026-11-22T03:01:00Z", labels: {koordinator.sh/qosClass: LSR}}
-  spec:
-    schedulerName: kolo-scheduler
-    containers:
-    - name: c
-      resources: {requests: {cpu: "4", memory: 1Gi}, limits: {cpu: "4", memory: 1Gi}}
 "#;
+    let pod = |name: &str, minute: u32| {
+        format!(
+            "- apiVersion: v1\n  kind: Pod\n  metadata: {{name: {name}, namespace: ns, creationTimestamp: \"2026-11-22T03:{minute:02}:00Z\", labels: {{koordinator.sh/qosClass: LSR}}}}\n  spec:\n    schedulerName: kolo-scheduler\n    containers:\n    - name: c\n      resources: {{requests: {{cpu: \"4\", memory: 1Gi}}, limits: {{cpu: \"4\", memory: 1Gi}}}}\n"
+        )
+    };
+    format!("{node}{}{}", pod("db-0", 0), pod("db-1", 1))
+}
 
 #[test]
 fn json_gives_the_cpuset_prebind_writes_as_data() {
     let report = json(&kolo(
         &["schedule", "-o", "json", "--now", "2026-11-22T04:00:00Z", "--snapshot", "-"],
-        Some(NUMA_SNAPSHOT),
+        Some(&numa_snapshot()),
     ));
     // FullPCPUs, the default: two whole cores each; LeastAllocated puts the
     // second pod on the other NUMA node.
