@@ -31,6 +31,7 @@ mod stores;
 mod tests;
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 use kolo_api::crd::{NodeMetric, NodeMetricSpec, NodeSLO, NodeSLOSpec};
 use kolo_core::clock::Timestamp;
@@ -154,8 +155,9 @@ fn deletions(
             out.push(Deletion::NodeMetric(node.clone()));
         }
     }
+    let unused = Arc::new(NodeSLOSpec::default());
     for node in gone(slos, present) {
-        let action = reconcile_node_slo(false, Some(&slos[node].spec), &NodeSLOSpec::default());
+        let action = reconcile_node_slo(false, Some(&slos[node].spec), &unused);
         if action == NodeSloAction::Delete {
             out.push(Deletion::NodeSlo(node.clone()));
         }

@@ -503,7 +503,7 @@ impl<'a> Run<'a> {
                     if let Some(updated) = created.updated {
                         object = updated.0;
                     }
-                    let spec = node.slo.clone().unwrap_or_default();
+                    let spec = node.slo.as_deref().cloned().unwrap_or_default();
                     node.agent = Some(AgentSide::new(&node, spec, &paths, start));
                 }
                 scheduler.apply_node(object, start).map_err(|source| EngineError::Apply {

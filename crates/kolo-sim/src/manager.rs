@@ -88,7 +88,7 @@ pub fn manage(
         pods: &pods,
         metric,
         metric_spec: node.metric_spec.as_ref(),
-        slo: node.slo.as_ref(),
+        slo: node.slo.as_deref(),
     };
     let plan = pass.decide_node(&manager.config, &objects, &manager.record, now);
     let updated = apply(node, &plan, created, now)?;
@@ -110,7 +110,9 @@ fn apply(
         if let Some(agent) = node.agent.as_mut() {
             agent.slo = (*write.spec).clone();
         }
-        node.slo = Some((*write.spec).clone());
+        // The very spec the pass decided on: the next pass finds it equal
+        // without comparing it field by field.
+        node.slo = Some(Arc::clone(&write.spec));
     }
     let Some(write) = &plan.status else { return Ok(None) };
     node.extended = write.resources;

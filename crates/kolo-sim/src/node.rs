@@ -132,7 +132,7 @@ pub struct SimNode {
     pub metric_spec: Option<NodeMetricSpec>,
     /// The spec of the node's NodeSLO, as the manager wrote it (`None`: no
     /// manager created one). The agent's copy is `AgentSide::slo`.
-    pub slo: Option<NodeSLOSpec>,
+    pub slo: Option<Arc<NodeSLOSpec>>,
     /// The manager's side of the node (co-location policies only).
     pub manager: Option<crate::manager::NodeManager>,
     /// System CPU, milli.

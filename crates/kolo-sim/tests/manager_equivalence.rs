@@ -318,7 +318,7 @@ fn assert_same_objects(cluster: &Cluster, node: &SimNode, step: &str) {
         node.name
     );
     let slo = cluster.stores.slos.iter().find(|s| s.metadata.name.as_ref() == name);
-    assert_eq!(slo.map(|s| &s.spec), node.slo.as_ref(), "{step}: {} NodeSLO", node.name);
+    assert_eq!(slo.map(|s| &s.spec), node.slo.as_deref(), "{step}: {} NodeSLO", node.name);
 }
 
 /// What kind of status write a decision holds, if any.
