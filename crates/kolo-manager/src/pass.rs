@@ -148,9 +148,9 @@ fn deletions(
     present: &BTreeSet<String>,
 ) -> Vec<Deletion> {
     let mut out = Vec::new();
+    let unused = Arc::new(NodeMetricSpec::default());
     for node in gone(metrics, present) {
-        let existing = Some(&metrics[node].spec);
-        let action = reconcile_node_metric(false, existing, &NodeMetricSpec::default(), false);
+        let action = reconcile_node_metric(false, Some(&metrics[node].spec), &unused, false);
         if action == NodeMetricAction::Delete {
             out.push(Deletion::NodeMetric(node.clone()));
         }

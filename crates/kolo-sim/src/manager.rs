@@ -87,7 +87,7 @@ pub fn manage(
         node: &node.view,
         pods: &pods,
         metric,
-        metric_spec: node.metric_spec.as_ref(),
+        metric_spec: node.metric_spec.as_deref(),
         slo: node.slo.as_deref(),
     };
     let plan = pass.decide_node(&manager.config, &objects, &manager.record, now);
@@ -103,15 +103,15 @@ fn apply(
     created: Timestamp,
     now: Timestamp,
 ) -> Result<Option<UpdatedNode>, NodeViewError> {
+    // The very specs the pass decided on: the next pass finds them equal
+    // without comparing them field by field.
     if let Some(write) = &plan.metric {
-        node.metric_spec = Some(write.spec.clone());
+        node.metric_spec = Some(Arc::clone(&write.spec));
     }
     if let Some(write) = &plan.slo {
         if let Some(agent) = node.agent.as_mut() {
             agent.slo = (*write.spec).clone();
         }
-        // The very spec the pass decided on: the next pass finds it equal
-        // without comparing it field by field.
         node.slo = Some(Arc::clone(&write.spec));
     }
     let Some(write) = &plan.status else { return Ok(None) };

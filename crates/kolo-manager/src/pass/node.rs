@@ -57,8 +57,9 @@ pub struct SpecWrite<S> {
 pub struct NodePlan {
     /// Its status, when the throttle lets a change through.
     pub status: Option<StatusWrite>,
-    /// Its NodeMetric, when missing or different.
-    pub metric: Option<SpecWrite<NodeMetricSpec>>,
+    /// Its NodeMetric, when missing or different (the spec is shared with
+    /// the node's [`NodeConfig`]).
+    pub metric: Option<SpecWrite<Arc<NodeMetricSpec>>>,
     /// Its NodeSLO, when missing or different (the spec is shared with the
     /// node's [`NodeConfig`]).
     pub slo: Option<SpecWrite<Arc<NodeSLOSpec>>>,

@@ -37,8 +37,8 @@ pub struct NodeConfig {
     /// alone.
     pub colocation: Option<NodeColocation>,
     /// The NodeMetric spec it should have (the defaults unless co-location
-    /// is enabled for it).
-    pub metric_spec: NodeMetricSpec,
+    /// is enabled for it; shared with the writes that create or replace it).
+    pub metric_spec: Arc<NodeMetricSpec>,
     /// The NodeSLO spec it should have (shared with the writes that create
     /// or replace it).
     pub slo: Arc<NodeSLOSpec>,
@@ -56,7 +56,7 @@ impl NodeConfig {
             warnings.append(&mut skipped);
             NodeColocation { strategy, cluster_enabled: resolved.cluster.is_enabled() }
         });
-        let metric_spec = node_metric_spec(colocation.as_ref().map(|c| &c.strategy));
+        let metric_spec = Arc::new(node_metric_spec(colocation.as_ref().map(|c| &c.strategy)));
         let mut rendered =
             render_node_slo(&config.slo, node.name(), node.labels(), node.annotations());
         warnings.append(&mut rendered.warnings);

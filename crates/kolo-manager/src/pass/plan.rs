@@ -53,7 +53,7 @@ pub enum ManagerAction {
         /// The node (and the NodeMetric's name).
         node: String,
         /// The spec.
-        write: SpecWrite<NodeMetricSpec>,
+        write: SpecWrite<Arc<NodeMetricSpec>>,
     },
     /// Delete the NodeMetric of a node that is gone.
     DeleteNodeMetric {
