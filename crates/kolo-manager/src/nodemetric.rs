@@ -7,6 +7,8 @@
 //! windows 5m / 10m / 30m, memory without page cache. When the ConfigMap is
 //! in error, an existing spec is kept as is.
 
+use std::sync::Arc;
+
 use kolo_api::crd::{AggregatePolicy, NodeMetricCollectPolicy, NodeMetricSpec};
 
 use crate::config::ColocationStrategy;
@@ -45,9 +47,9 @@ pub fn node_metric_spec(strategy: Option<&ColocationStrategy>) -> NodeMetricSpec
 #[derive(Debug, Clone, PartialEq)]
 pub enum NodeMetricAction {
     /// Create it with this spec.
-    Create(NodeMetricSpec),
+    Create(Arc<NodeMetricSpec>),
     /// Replace its spec.
-    Update(NodeMetricSpec),
+    Update(Arc<NodeMetricSpec>),
     /// The node is gone: delete it.
     Delete,
     /// Nothing to do.
@@ -55,20 +57,24 @@ pub enum NodeMetricAction {
 }
 
 /// Decides the action for one node's NodeMetric. `config_in_error` keeps an
-/// existing spec while the ConfigMap cannot be read.
+/// existing spec while the ConfigMap cannot be read. An `existing` spec that
+/// is `desired` itself (a driver keeping the very spec it was told to
+/// write) is the same spec without a comparison.
 pub fn reconcile_node_metric(
     node_exists: bool,
     existing: Option<&NodeMetricSpec>,
-    desired: &NodeMetricSpec,
+    desired: &Arc<NodeMetricSpec>,
     config_in_error: bool,
 ) -> NodeMetricAction {
     match (node_exists, existing) {
         (false, Some(_)) => NodeMetricAction::Delete,
         (false, None) => NodeMetricAction::Keep,
-        (true, None) => NodeMetricAction::Create(desired.clone()),
+        (true, None) => NodeMetricAction::Create(Arc::clone(desired)),
         (true, Some(_)) if config_in_error => NodeMetricAction::Keep,
-        (true, Some(spec)) if spec == desired => NodeMetricAction::Keep,
-        (true, Some(_)) => NodeMetricAction::Update(desired.clone()),
+        (true, Some(spec)) if std::ptr::eq(spec, &**desired) || spec == &**desired => {
+            NodeMetricAction::Keep
+        }
+        (true, Some(_)) => NodeMetricAction::Update(Arc::clone(desired)),
     }
 }
 
@@ -112,12 +118,14 @@ mod tests {
 
     #[test]
     fn reconcile_table() {
-        let desired = node_metric_spec(None);
-        let mut other = desired.clone();
+        let desired = Arc::new(node_metric_spec(None));
+        let equal = node_metric_spec(None);
+        let mut other = node_metric_spec(None);
         other.metric_collect_policy.as_mut().unwrap().report_interval_seconds = Some(5);
         let cases = [
             ("new node", true, None, false, NodeMetricAction::Create(desired.clone())),
-            ("same spec", true, Some(&desired), false, NodeMetricAction::Keep),
+            ("same spec", true, Some(&*desired), false, NodeMetricAction::Keep),
+            ("equal spec", true, Some(&equal), false, NodeMetricAction::Keep),
             ("changed", true, Some(&other), false, NodeMetricAction::Update(desired.clone())),
             ("config broken keeps old", true, Some(&other), true, NodeMetricAction::Keep),
             (
@@ -127,7 +135,7 @@ mod tests {
                 true,
                 NodeMetricAction::Create(desired.clone()),
             ),
-            ("node gone", false, Some(&desired), false, NodeMetricAction::Delete),
+            ("node gone", false, Some(&equal), false, NodeMetricAction::Delete),
             ("nothing", false, None, false, NodeMetricAction::Keep),
         ];
         for (name, exists, existing, error, want) in cases {

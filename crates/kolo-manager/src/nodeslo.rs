@@ -4,6 +4,8 @@
 //! node's `node.koordinator.sh/network-bandwidth` annotation overrides
 //! `systemStrategy.totalNetworkBandwidth`.
 
+use std::sync::Arc;
+
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kolo_api::crd::NodeSLOSpec;
 use kolo_core::selector::LabelMap;
@@ -59,27 +61,32 @@ pub fn render_node_slo(
 #[derive(Debug, Clone, PartialEq)]
 pub enum NodeSloAction {
     /// Create it with this spec.
-    Create(Box<NodeSLOSpec>),
+    Create(Arc<NodeSLOSpec>),
     /// Replace its spec.
-    Update(Box<NodeSLOSpec>),
+    Update(Arc<NodeSLOSpec>),
     /// The node is gone: delete it.
     Delete,
     /// Nothing to do.
     Keep,
 }
 
-/// Decides the action for one node's NodeSLO.
+/// Decides the action for one node's NodeSLO. An `existing` spec that is
+/// `desired` itself (a driver keeping the very spec it was told to write,
+/// as the simulator does) is the same spec without a comparison of its
+/// hundreds of fields; any other is compared field by field.
 pub fn reconcile_node_slo(
     node_exists: bool,
     existing: Option<&NodeSLOSpec>,
-    desired: &NodeSLOSpec,
+    desired: &Arc<NodeSLOSpec>,
 ) -> NodeSloAction {
     match (node_exists, existing) {
         (false, Some(_)) => NodeSloAction::Delete,
         (false, None) => NodeSloAction::Keep,
-        (true, None) => NodeSloAction::Create(Box::new(desired.clone())),
-        (true, Some(spec)) if spec == desired => NodeSloAction::Keep,
-        (true, Some(_)) => NodeSloAction::Update(Box::new(desired.clone())),
+        (true, None) => NodeSloAction::Create(Arc::clone(desired)),
+        (true, Some(spec)) if std::ptr::eq(spec, &**desired) || spec == &**desired => {
+            NodeSloAction::Keep
+        }
+        (true, Some(_)) => NodeSloAction::Update(Arc::clone(desired)),
     }
 }
 
@@ -194,19 +201,21 @@ mod tests {
 
     #[test]
     fn reconcile_table() {
-        let desired = render_node_slo(&store(&[]).config().slo, "n", &map(&[]), &map(&[])).spec;
-        let mut other = desired.clone();
+        let rendered = render_node_slo(&store(&[]).config().slo, "n", &map(&[]), &map(&[])).spec;
+        let desired = Arc::new(rendered.clone());
+        let mut other = rendered.clone();
         other.cpu_burst_strategy = None;
         assert_eq!(
             reconcile_node_slo(true, None, &desired),
-            NodeSloAction::Create(Box::new(desired.clone()))
+            NodeSloAction::Create(desired.clone())
         );
         assert_eq!(reconcile_node_slo(true, Some(&desired), &desired), NodeSloAction::Keep);
+        assert_eq!(reconcile_node_slo(true, Some(&rendered), &desired), NodeSloAction::Keep);
         assert_eq!(
             reconcile_node_slo(true, Some(&other), &desired),
-            NodeSloAction::Update(Box::new(desired.clone()))
+            NodeSloAction::Update(desired.clone())
         );
-        assert_eq!(reconcile_node_slo(false, Some(&desired), &desired), NodeSloAction::Delete);
+        assert_eq!(reconcile_node_slo(false, Some(&rendered), &desired), NodeSloAction::Delete);
         assert_eq!(reconcile_node_slo(false, None, &desired), NodeSloAction::Keep);
     }
 }

@@ -31,6 +31,7 @@ mod stores;
 mod tests;
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 use kolo_api::crd::{NodeMetric, NodeMetricSpec, NodeSLO, NodeSLOSpec};
 use kolo_core::clock::Timestamp;
@@ -147,15 +148,16 @@ fn deletions(
     present: &BTreeSet<String>,
 ) -> Vec<Deletion> {
     let mut out = Vec::new();
+    let unused = Arc::new(NodeMetricSpec::default());
     for node in gone(metrics, present) {
-        let existing = Some(&metrics[node].spec);
-        let action = reconcile_node_metric(false, existing, &NodeMetricSpec::default(), false);
+        let action = reconcile_node_metric(false, Some(&metrics[node].spec), &unused, false);
         if action == NodeMetricAction::Delete {
             out.push(Deletion::NodeMetric(node.clone()));
         }
     }
+    let unused = Arc::new(NodeSLOSpec::default());
     for node in gone(slos, present) {
-        let action = reconcile_node_slo(false, Some(&slos[node].spec), &NodeSLOSpec::default());
+        let action = reconcile_node_slo(false, Some(&slos[node].spec), &unused);
         if action == NodeSloAction::Delete {
             out.push(Deletion::NodeSlo(node.clone()));
         }

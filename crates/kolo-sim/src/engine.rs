@@ -503,7 +503,10 @@ impl<'a> Run<'a> {
                     if let Some(updated) = created.updated {
                         object = updated.0;
                     }
-                    let specs = (node.slo.clone().unwrap_or_default(), node.metric_spec.clone());
+                    let specs = (
+                        node.slo.as_deref().cloned().unwrap_or_default(),
+                        node.metric_spec.as_deref().cloned(),
+                    );
                     let until_spec = Duration::from_secs(model.report_interval_seconds);
                     let strategies = Arc::clone(&strategies);
                     node.agent =

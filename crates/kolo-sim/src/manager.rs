@@ -87,8 +87,8 @@ pub fn manage(
         node: &node.view,
         pods: &pods,
         metric,
-        metric_spec: node.metric_spec.as_ref(),
-        slo: node.slo.as_ref(),
+        metric_spec: node.metric_spec.as_deref(),
+        slo: node.slo.as_deref(),
     };
     let plan = pass.decide_node(&manager.config, &objects, &manager.record, now);
     let updated = apply(node, &plan, created, now)?;
@@ -103,17 +103,19 @@ fn apply(
     created: Timestamp,
     now: Timestamp,
 ) -> Result<Option<UpdatedNode>, NodeViewError> {
+    // The very specs the pass decided on: the next pass finds them equal
+    // without comparing them field by field.
     if let Some(write) = &plan.metric {
         if let Some(agent) = node.agent.as_mut() {
-            agent.qos.set_node_metric_spec(Some(write.spec.clone()));
+            agent.qos.set_node_metric_spec(Some((*write.spec).clone()));
         }
-        node.metric_spec = Some(write.spec.clone());
+        node.metric_spec = Some(Arc::clone(&write.spec));
     }
     if let Some(write) = &plan.slo {
         if let Some(agent) = node.agent.as_mut() {
             agent.qos.set_node_slo(Some((*write.spec).clone()));
         }
-        node.slo = Some((*write.spec).clone());
+        node.slo = Some(Arc::clone(&write.spec));
     }
     let Some(write) = &plan.status else { return Ok(None) };
     node.extended = write.resources;

@@ -144,10 +144,10 @@ pub struct SimNode {
     /// The spec of the node's NodeMetric, as the manager wrote it (`None`:
     /// no manager created one, as under a baseline policy). The agent
     /// reports by it.
-    pub metric_spec: Option<NodeMetricSpec>,
+    pub metric_spec: Option<Arc<NodeMetricSpec>>,
     /// The spec of the node's NodeSLO, as the manager wrote it (`None`: no
     /// manager created one). The agent's copy is `AgentSide::slo`.
-    pub slo: Option<NodeSLOSpec>,
+    pub slo: Option<Arc<NodeSLOSpec>>,
     /// The manager's side of the node (co-location policies only).
     pub manager: Option<crate::manager::NodeManager>,
     /// System CPU, milli.

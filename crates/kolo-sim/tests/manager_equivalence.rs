@@ -194,13 +194,13 @@ impl Cluster {
                 *stored = Arc::new(serde_json::from_value(value).unwrap());
             }
             ManagerAction::PutNodeMetric { node, write } if write.create => {
-                let mut object = NodeMetric::new(node, write.spec.clone());
+                let mut object = NodeMetric::new(node, (*write.spec).clone());
                 object.metadata.labels = managed();
                 s.metrics.push(Arc::new(object));
             }
             ManagerAction::PutNodeMetric { node, write } => {
                 let stored = s.metrics.iter_mut().find(|m| m.metadata.name.as_ref() == Some(node));
-                Arc::make_mut(stored.unwrap()).spec = write.spec.clone();
+                Arc::make_mut(stored.unwrap()).spec = (*write.spec).clone();
             }
             ManagerAction::PutNodeSlo { node, write } if write.create => {
                 let mut object = NodeSLO::new(node, (*write.spec).clone());
@@ -313,12 +313,12 @@ fn assert_same_objects(cluster: &Cluster, node: &SimNode, step: &str) {
     let metric = cluster.stores.metrics.iter().find(|m| m.metadata.name.as_ref() == name);
     assert_eq!(
         metric.map(|m| &m.spec),
-        node.metric_spec.as_ref(),
+        node.metric_spec.as_deref(),
         "{step}: {} NodeMetric",
         node.name
     );
     let slo = cluster.stores.slos.iter().find(|s| s.metadata.name.as_ref() == name);
-    assert_eq!(slo.map(|s| &s.spec), node.slo.as_ref(), "{step}: {} NodeSLO", node.name);
+    assert_eq!(slo.map(|s| &s.spec), node.slo.as_deref(), "{step}: {} NodeSLO", node.name);
 }
 
 /// What kind of status write a decision holds, if any.
@@ -404,5 +404,5 @@ fn the_cluster_route_and_the_simulator_route_decide_alike() {
     let interval = |spec: Option<&NodeMetricSpec>| {
         spec.and_then(|s| s.metric_collect_policy.as_ref()?.report_interval_seconds)
     };
-    assert_eq!(interval(sim.nodes[0].metric_spec.as_ref()), Some(30));
+    assert_eq!(interval(sim.nodes[0].metric_spec.as_deref()), Some(30));
 }

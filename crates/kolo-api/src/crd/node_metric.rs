@@ -33,10 +33,9 @@ pub const MEMORY_COLLECT_POLICIES: [&str; 3] = [
     MEMORY_COLLECT_USAGE_WITH_HOT_PAGE_CACHE,
 ];
 
+// A NodeMetric without `spec` reads with the default spec: see the
+// `Deserialize` impl below (the doc comment is the CRD's description).
 /// How the node agent collects and reports the metrics of a node.
-///
-/// A NodeMetric without `spec` reads with the default spec (see the
-/// `Deserialize` impl).
 #[derive(CustomResource, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[kube(
     group = "slo.koordinator.sh",

@@ -202,7 +202,7 @@ impl Controller {
                 ("patch_node_status", r)
             }
             ManagerAction::PutNodeMetric { node, write } => {
-                let mut object = NodeMetric::new(node, write.spec.clone());
+                let mut object = NodeMetric::new(node, (*write.spec).clone());
                 object.metadata.labels = Some(managed_by());
                 ("put_nodemetric", put(Api::all(c), node, &object, write.create).await)
             }

@@ -4,12 +4,13 @@
 //! [`Pass::plan`](super::Pass::plan) makes this decision for every node of
 //! its stores; the simulator makes it for each of its nodes in parallel.
 
+use std::sync::Arc;
+
 use kolo_api::crd::{NodeMetricSpec, NodeSLOSpec};
 use kolo_core::clock::Timestamp;
 use kolo_core::node::NodeView;
 use kolo_core::pod::PodView;
 use kolo_core::usage_report::NodeUsageReport;
-use serde::Serialize;
 
 use super::node_config::NodeConfig;
 use super::record::NodeRecord;
@@ -34,7 +35,7 @@ pub struct NodeObjects<'a> {
 }
 
 /// A write of the node's batch / mid amounts to its status.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct StatusWrite {
     /// The amounts (`None`: remove the resource).
     pub resources: ExtendedResources,
@@ -43,7 +44,7 @@ pub struct StatusWrite {
 }
 
 /// A write of an object's spec.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SpecWrite<S> {
     /// The spec.
     pub spec: S,
@@ -52,14 +53,16 @@ pub struct SpecWrite<S> {
 }
 
 /// The writes one node needs.
-#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct NodePlan {
     /// Its status, when the throttle lets a change through.
     pub status: Option<StatusWrite>,
-    /// Its NodeMetric, when missing or different.
-    pub metric: Option<SpecWrite<NodeMetricSpec>>,
-    /// Its NodeSLO, when missing or different.
-    pub slo: Option<SpecWrite<Box<NodeSLOSpec>>>,
+    /// Its NodeMetric, when missing or different (the spec is shared with
+    /// the node's [`NodeConfig`]).
+    pub metric: Option<SpecWrite<Arc<NodeMetricSpec>>>,
+    /// Its NodeSLO, when missing or different (the spec is shared with the
+    /// node's [`NodeConfig`]).
+    pub slo: Option<SpecWrite<Arc<NodeSLOSpec>>>,
     /// Problems met on the way (malformed labels, annotations), each naming
     /// the node and the key.
     pub warnings: Vec<String>,

@@ -7,9 +7,10 @@
 //! afresh every pass ([`Pass::plan`](super::Pass::plan) does); the decision
 //! is the same.
 
+use std::sync::Arc;
+
 use kolo_api::crd::{NodeMetricSpec, NodeSLOSpec};
 use kolo_core::node::NodeView;
-use serde::Serialize;
 
 use crate::config::{ColocationStrategy, SloConfig};
 use crate::nodemetric::node_metric_spec;
@@ -17,8 +18,7 @@ use crate::noderesource::node_strategy;
 use crate::nodeslo::render_node_slo;
 
 /// A node's co-location settings.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct NodeColocation {
     /// The node's effective strategy: the cluster's, the first matching
     /// `nodeConfigs` entry, the `colocation-strategy` annotation and the
@@ -37,10 +37,11 @@ pub struct NodeConfig {
     /// alone.
     pub colocation: Option<NodeColocation>,
     /// The NodeMetric spec it should have (the defaults unless co-location
-    /// is enabled for it).
-    pub metric_spec: NodeMetricSpec,
-    /// The NodeSLO spec it should have.
-    pub slo: NodeSLOSpec,
+    /// is enabled for it; shared with the writes that create or replace it).
+    pub metric_spec: Arc<NodeMetricSpec>,
+    /// The NodeSLO spec it should have (shared with the writes that create
+    /// or replace it).
+    pub slo: Arc<NodeSLOSpec>,
     /// Malformed labels and annotations that were skipped, each naming the
     /// node and the key.
     pub warnings: Vec<String>,
@@ -55,10 +56,10 @@ impl NodeConfig {
             warnings.append(&mut skipped);
             NodeColocation { strategy, cluster_enabled: resolved.cluster.is_enabled() }
         });
-        let metric_spec = node_metric_spec(colocation.as_ref().map(|c| &c.strategy));
+        let metric_spec = Arc::new(node_metric_spec(colocation.as_ref().map(|c| &c.strategy)));
         let mut rendered =
             render_node_slo(&config.slo, node.name(), node.labels(), node.annotations());
         warnings.append(&mut rendered.warnings);
-        NodeConfig { colocation, metric_spec, slo: rendered.spec, warnings }
+        NodeConfig { colocation, metric_spec, slo: Arc::new(rendered.spec), warnings }
     }
 }

@@ -1,13 +1,14 @@
 //! The writes of one pass, as data: one [`NodePlan`] per node, the
 //! deletions of objects whose node is gone, and what could not be read.
 
+use std::sync::Arc;
+
 use kolo_api::crd::{NodeMetricSpec, NodeSLOSpec};
-use serde::Serialize;
 
 use super::node::{NodePlan, SpecWrite, StatusWrite};
 
 /// One node's decision.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct NodeDecision {
     /// The node (and the name of its NodeMetric and NodeSLO).
     pub node: String,
@@ -16,8 +17,7 @@ pub struct NodeDecision {
 }
 
 /// An object of a node that is gone, to delete.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", content = "node")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Deletion {
     /// The node's NodeMetric.
     NodeMetric(String),
@@ -26,7 +26,7 @@ pub enum Deletion {
 }
 
 /// The writes of one pass.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Plan {
     /// One decision per node that could be read, in store order (nodes that
     /// need no write included).
@@ -39,7 +39,7 @@ pub struct Plan {
 
 /// A write the cluster needs: one step of a [`Plan`], in the order a driver
 /// performs them.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum ManagerAction {
     /// Set the node's batch / mid capacity and allocatable.
     PatchNodeStatus {
@@ -53,7 +53,7 @@ pub enum ManagerAction {
         /// The node (and the NodeMetric's name).
         node: String,
         /// The spec.
-        write: SpecWrite<NodeMetricSpec>,
+        write: SpecWrite<Arc<NodeMetricSpec>>,
     },
     /// Delete the NodeMetric of a node that is gone.
     DeleteNodeMetric {
@@ -65,7 +65,7 @@ pub enum ManagerAction {
         /// The node (and the NodeSLO's name).
         node: String,
         /// The spec.
-        write: SpecWrite<Box<NodeSLOSpec>>,
+        write: SpecWrite<Arc<NodeSLOSpec>>,
     },
     /// Delete the NodeSLO of a node that is gone.
     DeleteNodeSlo {
