@@ -299,7 +299,10 @@ fn schema_details_match_the_reference() {
         assert_eq!(node["type"], "string", "{path:?}");
     }
 
-    // Required fields and defaults.
+    // Required fields and defaults. A NodeMetric needs no spec (the
+    // reference's `omitempty`); the other kinds keep kube's required spec.
+    assert!(nm.get("required").is_none(), "{:?}", nm.get("required"));
+    assert_eq!(rsv["required"], serde_json::json!(["spec"]));
     assert_eq!(find(&rsv, &["spec"])["required"], serde_json::json!(["owners", "template"]));
     assert_eq!(find(&rsv, &["spec", "owners"])["minItems"], 1);
     assert_eq!(find(&rsv, &["spec", "owners"])["items"]["minProperties"], 1);

@@ -38,6 +38,18 @@ fn crds_are_accepted_and_a_dumped_node_metric_round_trips() {
     }
     run(&mut wait, None);
 
+    // 1b. A NodeMetric without spec is stored (the reference's CRD does not
+    // require one; an agent may write its status before a manager exists),
+    // and reads back with the default spec.
+    let bare = r#"{"apiVersion":"slo.koordinator.sh/v1alpha1","kind":"NodeMetric","metadata":{"name":"kolo-test-no-spec"}}"#;
+    run(kubectl(&config).args(["apply", "-f", "-"]), Some(bare.as_bytes()));
+    let stored =
+        run(kubectl(&config).args(["get", "nodemetric", "kolo-test-no-spec", "-o", "json"]), None)
+            .stdout;
+    let stored: NodeMetric = serde_json::from_slice(&stored).unwrap();
+    assert_eq!(stored.spec, kolo_api::crd::NodeMetricSpec::default());
+    run(kubectl(&config).args(["delete", "nodemetric", "kolo-test-no-spec"]), None);
+
     // 2. Store the NodeMetric dumped from a Koordinator cluster. Server-set
     // metadata must go, and status is a subresource, so it is written with
     // a second request, as the node agent does.

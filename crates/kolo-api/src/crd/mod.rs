@@ -81,7 +81,10 @@ pub use reservation::{
 ///   which the reference marks nullable;
 /// * the root schema loses its `title`;
 /// * Device, ElasticQuota and PodGroup lose the status subresource (the
-///   reference CRDs have none; clients update `status` with the object).
+///   reference CRDs have none; clients update `status` with the object);
+/// * NodeMetric's `spec` is optional, as in the reference (Go
+///   `json:"spec,omitempty"`): an agent may create its NodeMetric before a
+///   manager wrote the spec, and reads a missing spec as the default one.
 ///
 /// Each schema is structural and accepted by kube-apiserver 1.20.
 pub fn all_crds() -> Vec<CustomResourceDefinition> {
@@ -90,7 +93,7 @@ pub fn all_crds() -> Vec<CustomResourceDefinition> {
         &["status", "conditions", "lastTransitionTime"],
     ];
     vec![
-        finalize(NodeMetric::crd(), true, &[]),
+        optional_spec(finalize(NodeMetric::crd(), true, &[])),
         finalize(NodeSLO::crd(), true, &[]),
         finalize(ClusterColocationProfile::crd(), true, &[]),
         finalize(Reservation::crd(), true, &[]),
@@ -99,6 +102,23 @@ pub fn all_crds() -> Vec<CustomResourceDefinition> {
         finalize(ElasticQuota::crd(), false, &[]),
         finalize(PodGroup::crd(), false, &[]),
     ]
+}
+
+/// Drops `spec` from the root schema's required properties (kube's derive
+/// requires it because the Rust field is not an `Option`).
+fn optional_spec(mut crd: CustomResourceDefinition) -> CustomResourceDefinition {
+    for version in &mut crd.spec.versions {
+        let schema = version.schema.as_mut().and_then(|v| v.open_api_v3_schema.as_mut());
+        if let Some(schema) = schema
+            && let Some(required) = schema.required.as_mut()
+        {
+            required.retain(|r| r != "spec");
+            if required.is_empty() {
+                schema.required = None;
+            }
+        }
+    }
+    crd
 }
 
 /// Applies the adjustments documented on [`all_crds`] to one definition.
