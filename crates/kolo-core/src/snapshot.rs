@@ -17,6 +17,7 @@ pub use block_yaml::parse as parse_block_yaml;
 mod decode;
 mod pieces;
 mod split;
+pub mod summary;
 mod tape;
 
 use std::collections::BTreeMap;
@@ -186,6 +187,27 @@ impl Snapshot {
         let parts = decode_all(pieces(text, source_name)?, source_name)?;
         self.append_all(parts);
         Ok(())
+    }
+
+    /// Loads and merges several files (`-` is stdin), in order.
+    pub fn load_all(paths: &[impl AsRef<Path>]) -> Result<Snapshot, SnapshotError> {
+        let mut snapshot = Snapshot::default();
+        for path in paths {
+            snapshot.add_file(path.as_ref())?;
+        }
+        Ok(snapshot)
+    }
+
+    /// The newest NodeMetric `status.updateTime`: the time a dump is judged
+    /// at when none is given, so it reads as of when it was taken
+    /// (LoadAwareScheduling treats metrics older than its expiration, 180 s
+    /// by default, as expired, which would make every old dump look stale).
+    /// `None` when no NodeMetric has an update time.
+    pub fn newest_metric_update(&self) -> Option<crate::clock::Timestamp> {
+        self.node_metrics
+            .iter()
+            .filter_map(|m| m.status.as_ref()?.update_time.as_ref().map(|t| t.0))
+            .max()
     }
 
     /// The number of objects of every kind kolo keeps.

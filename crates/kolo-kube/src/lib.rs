@@ -25,6 +25,7 @@
 
 pub mod agent;
 pub mod client;
+pub mod component;
 pub mod error;
 pub mod health;
 pub mod leader;

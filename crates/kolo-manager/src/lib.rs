@@ -25,3 +25,4 @@ pub mod noderesource;
 pub mod nodeslo;
 pub mod pass;
 pub mod webhook;
+pub mod whatif;

@@ -23,6 +23,7 @@ pub mod report;
 pub mod scheduler;
 pub mod search;
 pub mod wake;
+pub mod whatif;
 
 #[cfg(test)]
 mod testing;

@@ -93,7 +93,7 @@ enum Command {
         #[arg(long)]
         explain_all: bool,
         /// The time to schedule at (RFC 3339, e.g. 2026-11-22T04:00:00Z).
-        #[arg(long, value_name = "RFC3339", value_parser = schedule::parse_now)]
+        #[arg(long, value_name = "RFC3339", value_parser = kolo_scheduler::whatif::parse_now)]
         now: Option<kolo_core::clock::Timestamp>,
     },
     /// What-if batch / mid overcommit: compute each node's batch and mid
@@ -196,15 +196,13 @@ fn main() -> ExitCode {
             sim::run(&args, &mut std::io::stdout().lock()).map_err(CliError::Command)
         }
         Command::Schedule { snapshots, config, output, all, explain, explain_all, now } => {
-            let options = schedule::Options {
-                files: snapshots,
+            let options = kolo_scheduler::whatif::Options {
                 config,
-                output,
                 all,
-                explain: schedule::explain_level(explain, explain_all),
+                explain: kolo_scheduler::whatif::explain_level(explain, explain_all),
                 now,
             };
-            schedule::run(&options, &mut std::io::stdout().lock())
+            schedule::run(&snapshots, &options, output, &mut std::io::stdout().lock())
         }
     };
     match result {
@@ -227,7 +225,7 @@ enum CliError {
     Snapshot(#[from] kolo_core::snapshot::SnapshotError),
     /// `kolo schedule` could not run.
     #[error(transparent)]
-    Schedule(#[from] schedule::ScheduleError),
+    Schedule(#[from] kolo_scheduler::whatif::ScheduleError),
     /// A subcommand failed; the error says why.
     #[error(transparent)]
     Command(Box<dyn std::error::Error + Send + Sync>),
@@ -237,4 +235,26 @@ enum CliError {
     /// Output could not be serialized.
     #[error("serializing output: {0}")]
     Serialize(String),
+}
+
+/// Writes `value` as pretty JSON and a newline.
+fn write_json(
+    value: &impl serde::Serialize,
+    out: &mut (impl Write + ?Sized),
+) -> Result<(), CliError> {
+    serde_json::to_writer_pretty(&mut *out, value).map_err(|e| match e.io_error_kind() {
+        Some(kind) => CliError::Io(kind.into()),
+        None => CliError::Serialize(e.to_string()),
+    })?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// Prints warnings to stderr: they never abort a command, and a closed
+/// stderr is no reason to fail either.
+fn warn_all(warnings: &[String]) {
+    let mut stderr = std::io::stderr().lock();
+    for warning in warnings {
+        let _ = writeln!(stderr, "kolo: warning: {warning}");
+    }
 }

@@ -126,16 +126,13 @@ fn run_webhook(args: WebhookArgs) -> Result<(), ManagerError> {
         ..Limits::default()
     };
     let options = StandaloneOptions { listen: args.listen, certificate, limits };
-    standalone::run(options, state, shutdown_signal())?;
+    standalone::run(options, state, kolo_kube::component::shutdown_signal())?;
     Ok(())
 }
 
 /// The admission state of the `--state` files, its problems logged.
 fn load_state(files: &[PathBuf]) -> Result<AdmissionState, ManagerError> {
-    let mut snapshot = Snapshot::default();
-    for path in files {
-        snapshot.add_file(path)?;
-    }
+    let snapshot = Snapshot::load_all(files)?;
     let state = AdmissionState::from_snapshot(&snapshot);
     for warning in state.warnings() {
         tracing::warn!("{warning}");
@@ -187,32 +184,4 @@ fn certificate(args: &WebhookArgs) -> Result<CertificateSource, ManagerError> {
         }
     }
     Ok(CertificateSource::Generated(generated))
-}
-
-/// Completes on Ctrl-C or SIGTERM.
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        if let Err(error) = tokio::signal::ctrl_c().await {
-            tracing::error!(%error, "cannot listen for Ctrl-C");
-            std::future::pending::<()>().await;
-        }
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(error) => {
-                tracing::error!(%error, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await;
-            }
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => tracing::info!("Ctrl-C: shutting down"),
-        () = terminate => tracing::info!("SIGTERM: shutting down"),
-    }
 }

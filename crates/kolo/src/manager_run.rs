@@ -12,7 +12,9 @@ use kolo_kube::webhook::server::DEFAULT_DECISION_TIMEOUT;
 use kolo_kube::webhook::server::tls::SelfSignedOptions;
 use kolo_kube::webhook::{ClientTarget, WebhookConfigurations, WebhookOptions};
 
-use crate::cluster::{self, ComponentArgs, ComponentError};
+use kolo_kube::component::{self, ComponentError};
+
+use crate::cluster::ComponentArgs;
 
 /// `kolo manager run` options.
 #[derive(Debug, clap::Args)]
@@ -132,7 +134,8 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         ..ManagerOptions::default()
     };
     let ComponentArgs { cluster, leader } = args.component;
-    cluster::run("manager", &cluster, None, |client, health, _| async move {
+    let election = leader.election();
+    component::run(&cluster.settings("manager"), None, |client, health, _| async move {
         // Every replica serves admission; only the leader writes. The
         // webhooks' metrics and readiness join the manager's health
         // endpoint.
@@ -143,7 +146,7 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
             }
         };
         let controllers = async {
-            let leadership = cluster::lead(&client, &leader, "kolo-manager", &health).await;
+            let leadership = component::lead(&client, &election, "kolo-manager", &health).await;
             Controller::new(client.clone(), options, health.clone()).run(leadership).await
         };
         tokio::select! {

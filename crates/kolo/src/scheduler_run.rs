@@ -5,10 +5,11 @@
 
 use std::path::PathBuf;
 
+use kolo_kube::component::{self, ComponentError};
 use kolo_kube::scheduler::SchedulerDriver;
+use kolo_scheduler::whatif::{ScheduleError, load_config};
 
-use crate::cluster::{self, ComponentArgs, ComponentError};
-use crate::schedule::{ScheduleError, load_config};
+use crate::cluster::ComponentArgs;
 
 /// `kolo scheduler` options.
 #[derive(Debug, clap::Args)]
@@ -37,11 +38,11 @@ pub enum SchedulerRunError {
 pub fn run(args: Args) -> Result<(), SchedulerRunError> {
     let config = load_config(args.config.as_deref())?;
     let ComponentArgs { cluster, leader } = args.component;
-    let identity = leader.lease("kolo-scheduler").identity;
-    cluster::run(
-        "scheduler",
-        &cluster,
-        Some((&leader, "kolo-scheduler")),
+    let election = leader.election();
+    let identity = election.lease("kolo-scheduler").identity;
+    component::run(
+        &cluster.settings("scheduler"),
+        Some((&election, "kolo-scheduler")),
         |client, health, leadership| async move {
             SchedulerDriver::new(client, config, health, &identity).run(leadership).await
         },

@@ -1,12 +1,5 @@
-//! `kolo webhook`: the admission webhooks' decisions, offline.
-//!
-//! `kolo webhook mutate` runs the mutating webhook on pods read from a
-//! file, with the ClusterColocationProfiles, Namespaces and PriorityClasses
-//! read from others, then validates the result as the validating webhook
-//! would. `kolo webhook validate` runs only the validation. Both use the
-//! same decision functions and admission state as the webhook server
-//! (`kolo_manager::webhook`), so what they print is what the cluster would
-//! do; this file only reads the files and prints.
+//! `kolo webhook`: wiring for [`kolo_manager::whatif::admission`] — reads
+//! the pods, profiles and state files, prints the decisions.
 //!
 //! Exit status: 0 when every pod is admitted, 1 when one is denied (the
 //! output still shows every pod; stderr says which were denied) or the
@@ -20,12 +13,10 @@ use std::path::{Path, PathBuf};
 
 use k8s_openapi::api::core::v1::Pod;
 use kolo_core::snapshot::Snapshot;
-use kolo_manager::webhook::mutation::seeded_rng;
-use kolo_manager::webhook::{
-    AdmissionInputs, AdmissionState, MutateOutcome, Operation, PodAdmission, ValidateOutcome,
-    mutate_pod, validate_pod,
+use kolo_manager::webhook::{AdmissionInputs, AdmissionState, Operation};
+use kolo_manager::whatif::admission::{
+    mutate_all, pair_old_pods, validate_all, write_verdicts, write_yaml,
 };
-use serde::Serialize;
 
 /// A boxed error, as `main` reports it.
 type BoxError = Box<dyn Error + Send + Sync>;
@@ -139,12 +130,12 @@ enum WebhookCliError {
     #[error("{0}: no Pod found")]
     NoPods(PathBuf),
     /// An updated pod has no old version.
-    #[error("{file}: no Pod {pod} (the old version of the pod being updated)")]
+    #[error("{file}: {source}")]
     NoOldPod {
         /// The old-pod file.
         file: PathBuf,
-        /// `namespace/name`.
-        pod: String,
+        /// Which pod.
+        source: kolo_manager::whatif::admission::MissingOldPod,
     },
     /// Some pods were denied.
     #[error("{count} of {total} pod(s) denied: {details}")]
@@ -190,44 +181,33 @@ fn load_pods(path: &Path) -> Result<Vec<Pod>, BoxError> {
     Ok(pods)
 }
 
-fn pod_key(pod: &Pod, default_namespace: &str) -> String {
-    let namespace =
-        pod.metadata.namespace.as_deref().filter(|n| !n.is_empty()).unwrap_or(default_namespace);
-    format!("{namespace}/{}", pod.metadata.name.as_deref().unwrap_or("<no name>"))
-}
-
-/// The old version of each pod, when validating or mutating an update.
-fn old_pods(
-    file: Option<&PathBuf>,
-    pods: &[Pod],
+/// The pods of `--pod`, each with its old version from `--old-pod`.
+fn pods_with_old(
+    pod_file: &Path,
+    old_file: Option<&PathBuf>,
     default_namespace: &str,
-) -> Result<Vec<Option<Pod>>, BoxError> {
-    let Some(file) = file else { return Ok(vec![None; pods.len()]) };
-    let old: BTreeMap<String, Pod> =
-        load_pods(file)?.into_iter().map(|p| (pod_key(&p, default_namespace), p)).collect();
-    pods.iter()
-        .map(|p| {
-            let key = pod_key(p, default_namespace);
-            match old.get(&key) {
-                Some(o) => Ok(Some(o.clone())),
-                None => Err(WebhookCliError::NoOldPod { file: file.clone(), pod: key }.into()),
-            }
-        })
-        .collect()
+) -> Result<Vec<(Pod, Option<Pod>)>, BoxError> {
+    let pods = load_pods(pod_file)?;
+    let old = match old_file {
+        None => vec![None; pods.len()],
+        Some(file) => pair_old_pods(load_pods(file)?, &pods, default_namespace)
+            .map_err(|source| WebhookCliError::NoOldPod { file: file.clone(), source })?,
+    };
+    Ok(pods.into_iter().zip(old).collect())
 }
 
 /// The admission state from the profile and state files, with
 /// Koordinator's PriorityClasses assumed and `--namespace-labels` applied
 /// to the pods' namespaces.
-fn admission_state(args: &MutateArgs, pods: &[Pod]) -> Result<AdmissionState, BoxError> {
-    let mut snapshot = Snapshot::default();
-    for file in args.profiles.iter().chain(&args.state) {
-        snapshot.add_file(file)?;
-    }
+fn admission_state(
+    args: &MutateArgs,
+    pods: &[(Pod, Option<Pod>)],
+) -> Result<AdmissionState, BoxError> {
+    let snapshot = Snapshot::load_all(&[&args.profiles[..], &args.state[..]].concat())?;
     let mut inputs = AdmissionInputs::from_snapshot(&snapshot);
     inputs.assume_koordinator_priority_classes();
     if let Some(labels) = &args.namespace_labels {
-        for pod in pods {
+        for (pod, _) in pods {
             let namespace = pod.metadata.namespace.clone().filter(|n| !n.is_empty());
             let namespace = namespace.unwrap_or_else(|| args.namespace.clone());
             inputs.namespaces.insert(namespace, labels.clone());
@@ -243,121 +223,17 @@ fn random_seed() -> u64 {
     hasher.finish()
 }
 
-/// One pod's decisions.
-#[derive(Debug, Serialize)]
-struct PodResult {
-    /// `namespace/name`.
-    pod: String,
-    /// `patched`, `unchanged` or `denied`.
-    outcome: &'static str,
-    /// The profiles applied, in order.
-    applied_profiles: Vec<String>,
-    /// Why the mutating webhook denied the pod.
-    denied: Option<String>,
-    /// The JSON patch (`[]` when unchanged or denied).
-    patch: serde_json::Value,
-    /// The pod after mutation (the request's pod when unchanged; null when
-    /// denied).
-    mutated: Option<Pod>,
-    /// The validating webhook's verdict on `mutated` (null when denied).
-    validation: Option<Verdict>,
-}
-
-/// A validation verdict.
-#[derive(Debug, Serialize)]
-struct Verdict {
-    /// Whether the pod is admitted.
-    allowed: bool,
-    /// The broken rules.
-    messages: Vec<String>,
-}
-
-impl From<ValidateOutcome> for Verdict {
-    fn from(outcome: ValidateOutcome) -> Verdict {
-        match outcome {
-            ValidateOutcome::Allowed => Verdict { allowed: true, messages: Vec::new() },
-            ValidateOutcome::Denied(messages) => Verdict { allowed: false, messages },
-        }
-    }
-}
-
-/// `kolo webhook mutate -o json`.
-#[derive(Debug, Serialize)]
-struct MutateReport {
-    /// The seed of the profile draws.
-    seed: u64,
-    /// Problems with the profiles.
-    warnings: Vec<String>,
-    /// One entry per pod, in file order.
-    pods: Vec<PodResult>,
-}
-
 fn mutate(args: &MutateArgs, out: &mut dyn Write) -> Result<(), BoxError> {
-    let pods = load_pods(&args.pod)?;
+    let pods = pods_with_old(&args.pod, args.old_pod.as_ref(), &args.namespace)?;
     let state = admission_state(args, &pods)?;
     let operation = match args.operation {
         OperationArg::Create => Operation::Create,
         OperationArg::Update => Operation::Update,
     };
-    let old = old_pods(args.old_pod.as_ref(), &pods, &args.namespace)?;
     let seed = args.seed.unwrap_or_else(random_seed);
-    let mut rng = seeded_rng(seed);
-    let mut results = Vec::with_capacity(pods.len());
-    for (pod, old_pod) in pods.into_iter().zip(old) {
-        let key = pod_key(&pod, &args.namespace);
-        let old_pod = match operation {
-            Operation::Update => Some(old_pod.unwrap_or_else(|| pod.clone())),
-            _ => None,
-        };
-        let request = PodAdmission {
-            operation,
-            namespace: pod.metadata.namespace.clone().unwrap_or_else(|| args.namespace.clone()),
-            sub_resource: None,
-            pod,
-            old_pod,
-        };
-        let result = match mutate_pod(&state, &request, &mut rng) {
-            MutateOutcome::Denied(message) => PodResult {
-                pod: key,
-                outcome: "denied",
-                applied_profiles: Vec::new(),
-                denied: Some(message),
-                patch: serde_json::json!([]),
-                mutated: None,
-                validation: None,
-            },
-            MutateOutcome::Unchanged => PodResult {
-                pod: key,
-                outcome: "unchanged",
-                applied_profiles: Vec::new(),
-                denied: None,
-                patch: serde_json::json!([]),
-                validation: Some(validate_pod(&request).into()),
-                mutated: Some(request.pod),
-            },
-            MutateOutcome::Patched { pod, patch, applied_profiles } => {
-                let validated = PodAdmission { pod: *pod, ..request };
-                PodResult {
-                    pod: key,
-                    outcome: "patched",
-                    applied_profiles,
-                    denied: None,
-                    patch: serde_json::to_value(&patch)
-                        .map_err(|e| WebhookCliError::Serialize(e.to_string()))?,
-                    validation: Some(validate_pod(&validated).into()),
-                    mutated: Some(validated.pod),
-                }
-            }
-        };
-        results.push(result);
-    }
-    let report = MutateReport { seed, warnings: state.warnings(), pods: results };
+    let report = mutate_all(&state, operation, pods, &args.namespace, seed);
     match args.output {
-        MutateOutput::Json => {
-            serde_json::to_writer_pretty(&mut *out, &report)
-                .map_err(|e| WebhookCliError::Serialize(e.to_string()))?;
-            writeln!(out)?;
-        }
+        MutateOutput::Json => crate::write_json(&report, out)?,
         MutateOutput::Yaml => write_yaml(&report, out)?,
         MutateOutput::Patch => {
             for result in report.pods.iter().filter(|r| r.denied.is_none()) {
@@ -367,59 +243,7 @@ fn mutate(args: &MutateArgs, out: &mut dyn Write) -> Result<(), BoxError> {
             }
         }
     }
-    let denials = report.pods.iter().filter_map(|r| {
-        let messages = match (&r.denied, &r.validation) {
-            (Some(message), _) => message.clone(),
-            (None, Some(v)) if !v.allowed => v.messages.join("; "),
-            _ => return None,
-        };
-        Some(format!("{}: {messages}", r.pod))
-    });
-    denied_error(denials.collect(), report.pods.len())
-}
-
-fn write_yaml(report: &MutateReport, out: &mut dyn Write) -> Result<(), BoxError> {
-    writeln!(out, "# seed: {}", report.seed)?;
-    for warning in &report.warnings {
-        writeln!(out, "# warning: {warning}")?;
-    }
-    for result in &report.pods {
-        writeln!(out, "---")?;
-        match result.outcome {
-            "patched" if result.applied_profiles.is_empty() => {
-                writeln!(out, "# {}: mutated (no profile applied)", result.pod)?;
-            }
-            "patched" => {
-                writeln!(
-                    out,
-                    "# {}: mutated by {}",
-                    result.pod,
-                    result.applied_profiles.join(", ")
-                )?;
-            }
-            "unchanged" => writeln!(out, "# {}: unchanged", result.pod)?,
-            _ => {}
-        }
-        if let Some(message) = &result.denied {
-            writeln!(out, "# {}: denied by the mutating webhook: {message}", result.pod)?;
-        }
-        if let Some(verdict) = &result.validation {
-            if verdict.allowed {
-                writeln!(out, "# validation: allowed")?;
-            } else {
-                writeln!(out, "# validation: denied")?;
-                for message in &verdict.messages {
-                    writeln!(out, "#   - {message}")?;
-                }
-            }
-        }
-        if let Some(pod) = &result.mutated {
-            let yaml = serde_saphyr::to_string(pod)
-                .map_err(|e| WebhookCliError::Serialize(e.to_string()))?;
-            out.write_all(yaml.as_bytes())?;
-        }
-    }
-    Ok(())
+    denied_error(report.denials(), report.pods.len())
 }
 
 /// `Ok` when nothing was denied, else the summary error.
@@ -430,66 +254,13 @@ fn denied_error(denials: Vec<String>, total: usize) -> Result<(), BoxError> {
     Err(WebhookCliError::Denied { count: denials.len(), total, details: denials.join("; ") }.into())
 }
 
-/// `kolo webhook validate -o json`: one entry per pod.
-#[derive(Debug, Serialize)]
-struct ValidateResult {
-    /// `namespace/name`.
-    pod: String,
-    /// `create` or `update`.
-    operation: &'static str,
-    /// Whether the pod is admitted.
-    allowed: bool,
-    /// The broken rules.
-    messages: Vec<String>,
-}
-
 fn validate(args: &ValidateArgs, out: &mut dyn Write) -> Result<(), BoxError> {
-    let pods = load_pods(&args.pod)?;
     let default_namespace = "default";
-    let old = old_pods(args.old_pod.as_ref(), &pods, default_namespace)?;
-    let mut results = Vec::with_capacity(pods.len());
-    for (pod, old_pod) in pods.into_iter().zip(old) {
-        let operation = if old_pod.is_some() { Operation::Update } else { Operation::Create };
-        let key = pod_key(&pod, default_namespace);
-        let request = PodAdmission {
-            operation,
-            namespace: pod
-                .metadata
-                .namespace
-                .clone()
-                .unwrap_or_else(|| default_namespace.to_string()),
-            sub_resource: None,
-            pod,
-            old_pod,
-        };
-        let verdict = Verdict::from(validate_pod(&request));
-        results.push(ValidateResult {
-            pod: key,
-            operation: if operation == Operation::Update { "update" } else { "create" },
-            allowed: verdict.allowed,
-            messages: verdict.messages,
-        });
-    }
+    let pods = pods_with_old(&args.pod, args.old_pod.as_ref(), default_namespace)?;
+    let results = validate_all(pods, default_namespace);
     match args.output {
-        ValidateOutput::Json => {
-            serde_json::to_writer_pretty(&mut *out, &serde_json::json!({ "pods": results }))
-                .map_err(|e| WebhookCliError::Serialize(e.to_string()))?;
-            writeln!(out)?;
-        }
-        ValidateOutput::Text => {
-            for r in &results {
-                writeln!(
-                    out,
-                    "{} ({}): {}",
-                    r.pod,
-                    r.operation,
-                    if r.allowed { "allowed" } else { "denied" }
-                )?;
-                for message in &r.messages {
-                    writeln!(out, "  - {message}")?;
-                }
-            }
-        }
+        ValidateOutput::Json => crate::write_json(&serde_json::json!({ "pods": results }), out)?,
+        ValidateOutput::Text => write_verdicts(&results, out)?,
     }
     let denials = results
         .iter()

@@ -381,3 +381,37 @@ fn concatenated_objects_without_separator_are_an_error() {
     let err = error(&list);
     assert!(err.contains("duplicate mapping key"), "{err}");
 }
+
+#[test]
+fn newest_metric_update_is_the_newest_node_metric_update_time() {
+    let metric = |name: &str, time: Option<&str>| {
+        let status = match time {
+            Some(t) => format!("status: {{updateTime: \"{t}\"}}"),
+            None => "status: {}".to_string(),
+        };
+        format!(
+            "apiVersion: slo.koordinator.sh/v1alpha1\nkind: NodeMetric\nmetadata: {{name: {name}}}\nspec: {{}}\n{status}\n"
+        )
+    };
+    // (metrics as (node, updateTime), expected now)
+    type Case<'a> = (&'a [(&'a str, Option<&'a str>)], Option<&'a str>);
+    let cases: &[Case] = &[
+        (&[], None),
+        (&[("a", None)], None),
+        (
+            &[
+                ("a", Some("2026-11-22T03:55:00Z")),
+                ("b", Some("2026-11-22T04:00:00Z")),
+                ("c", None),
+                ("d", Some("2026-11-22T03:59:59Z")),
+            ],
+            Some("2026-11-22T04:00:00Z"),
+        ),
+    ];
+    for (metrics, want) in cases {
+        let text: Vec<String> = metrics.iter().map(|(n, t)| metric(n, *t)).collect();
+        let snapshot = Snapshot::parse(&text.join("---\n"), "test").unwrap();
+        let want = want.map(|t| t.parse::<crate::clock::Timestamp>().unwrap());
+        assert_eq!(snapshot.newest_metric_update(), want, "{metrics:?}");
+    }
+}

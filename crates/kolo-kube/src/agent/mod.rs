@@ -13,6 +13,7 @@
 //! * [`watch`]: the watch of one object named after the node;
 //! * [`eviction`]: evicts pods through the Eviction API.
 
+pub mod demo;
 pub mod driver;
 pub mod eviction;
 pub mod nodemetric;

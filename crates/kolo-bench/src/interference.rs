@@ -51,8 +51,8 @@ use kolo_core::clock::Timestamp;
 use kolo_core::resources::ResourceVector;
 use serde::Serialize;
 
-use super::request_loop::{self, Percentiles, RequestLoop};
-use super::{BoxError, spawn_agent};
+use crate::request_loop::{self, Percentiles, RequestLoop};
+use crate::{BoxError, spawn_agent};
 
 /// Options of `kolo bench interference`.
 #[derive(Debug, clap::Args)]
@@ -90,9 +90,6 @@ pub struct Args {
     /// LS surges for the reaction-time measurement (0: none).
     #[arg(long, default_value_t = 5)]
     pub surges: u32,
-    /// Output format.
-    #[arg(short, long, value_enum, default_value_t = crate::OutputFormat::Text)]
-    pub output: crate::OutputFormat,
 }
 
 /// What the agent does in a run.
@@ -153,7 +150,7 @@ struct Reaction {
 
 /// The whole benchmark's result.
 #[derive(Debug, Serialize)]
-struct Report {
+pub struct Report {
     cpus: usize,
     rate_per_second: f64,
     work_us: u64,
@@ -165,8 +162,8 @@ struct Report {
     reaction: Option<Reaction>,
 }
 
-/// Runs the benchmark and prints its report.
-pub fn run(args: &Args, out: &mut dyn Write) -> Result<(), BoxError> {
+/// Runs the benchmark with the agent binary `agent`.
+pub fn run(args: &Args, agent: &Path) -> Result<Report, BoxError> {
     if args.rate <= 0.0 || args.work_us == 0 || args.seconds == 0 {
         return Err("--rate, --work-us and --seconds must be positive".into());
     }
@@ -193,7 +190,7 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<(), BoxError> {
             Setup::Kolo { threshold } if threshold > 0 && reaction.is_none() => args.surges,
             _ => 0,
         };
-        let (mut run, r) = one_run(setup, &lp, args, cpus, surges)?;
+        let (mut run, r) = one_run(agent, setup, &lp, args, cpus, surges)?;
         if let Some(alone) = runs.first() {
             run.p99_vs_alone_percent = (run.latency.p99_us / alone.latency.p99_us - 1.0) * 100.0;
         }
@@ -210,14 +207,7 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<(), BoxError> {
         runs,
         reaction,
     };
-    match args.output {
-        crate::OutputFormat::Json => {
-            serde_json::to_writer_pretty(&mut *out, &report)?;
-            writeln!(out)?;
-        }
-        crate::OutputFormat::Text => print_text(&report, out)?,
-    }
-    Ok(())
+    Ok(report)
 }
 
 /// The machine's CPU use over one second, cores.
@@ -285,6 +275,7 @@ fn be_quota_cores(sandbox: &TestCgroups) -> Result<Option<f64>, BoxError> {
 }
 
 fn one_run(
+    agent_exe: &Path,
     setup: Setup,
     lp: &RequestLoop,
     args: &Args,
@@ -312,7 +303,8 @@ fn one_run(
             std::fs::write(&slo, slo_text)?;
             let log = std::fs::File::create(dir.path().join("agent.log"))?;
             let slo = slo.to_str().ok_or("temp path is not UTF-8")?.to_string();
-            agent = Some(spawn_agent(&mut tree.sandbox, &pods, &["--node-slo", &slo], log)?);
+            agent =
+                Some(spawn_agent(agent_exe, &mut tree.sandbox, &pods, &["--node-slo", &slo], log)?);
             let quota = matches!(setup, Setup::Kolo { threshold } if threshold > 0);
             wait_for_isolation(
                 &tree.sandbox,
@@ -555,7 +547,14 @@ fn settled_quota(sandbox: &TestCgroups) -> Result<f64, BoxError> {
     }
 }
 
-fn print_text(r: &Report, out: &mut dyn Write) -> Result<(), BoxError> {
+impl Report {
+    /// Writes the report as a table for people.
+    pub fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        write_text(self, out)
+    }
+}
+
+fn write_text(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(
         out,
         "LS request loop: {:.0} requests/s × {} µs of CPU ({:.0} % of a core), {} s measured per run, {} CPUs",

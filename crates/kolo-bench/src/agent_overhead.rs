@@ -9,25 +9,61 @@ use std::time::{Duration, Instant};
 use kolo_agent::sandbox::{TestCgroups, Workload, pods_file};
 use serde::Serialize;
 
-use super::{BoxError, spawn_agent};
+use crate::{BoxError, spawn_agent};
 
 /// The result of `agent-overhead`.
 #[derive(Debug, Serialize)]
-pub(super) struct AgentOverhead {
+pub struct AgentOverhead {
+    /// Pods on the node.
     pub pods: usize,
+    /// Of those, labelled BE.
     pub be_pods: usize,
+    /// Containers per pod.
     pub containers_per_pod: usize,
+    /// Pod and container cgroups.
     pub cgroups: usize,
+    /// The agent's collection interval.
     pub interval_ms: u64,
+    /// The measured window, seconds.
     pub measured_seconds: f64,
+    /// The agent's CPU time per second of the window, milliseconds.
     pub cpu_ms_per_second: f64,
+    /// The same as a percentage of one core.
     pub cpu_percent_of_a_core: f64,
+    /// The agent's peak resident memory, MiB.
     pub peak_rss_mib: f64,
+    /// Its resident memory at the end, MiB.
     pub rss_mib_at_end: f64,
 }
 
+impl AgentOverhead {
+    /// Writes the figures for people.
+    pub fn write_text(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        writeln!(
+            out,
+            "agent footprint: {} pods ({} BE) × {} containers ({} cgroups), {} ms interval, {:.0} s measured",
+            self.pods,
+            self.be_pods,
+            self.containers_per_pod,
+            self.cgroups,
+            self.interval_ms,
+            self.measured_seconds
+        )?;
+        writeln!(
+            out,
+            "  CPU:  {:.2} ms per second ({:.2}% of a core)",
+            self.cpu_ms_per_second, self.cpu_percent_of_a_core
+        )?;
+        writeln!(
+            out,
+            "  RSS:  {:.1} MiB peak, {:.1} MiB at the end",
+            self.peak_rss_mib, self.rss_mib_at_end
+        )
+    }
+}
+
 /// The node's pods.
-pub(super) struct Shape {
+pub struct Shape {
     /// Pods.
     pub pods: usize,
     /// Containers per pod.
@@ -36,8 +72,10 @@ pub(super) struct Shape {
     pub be_pods: usize,
 }
 
-/// Runs the measurement (see the module docs).
-pub(super) fn measure(
+/// Runs the measurement (see the module docs) with the agent binary
+/// `agent`.
+pub fn measure(
+    agent: &std::path::Path,
     Shape { pods, containers, be_pods }: Shape,
     seconds: u64,
     warmup: u64,
@@ -63,8 +101,13 @@ pub(super) fn measure(
     std::fs::write(&pods_path, pods_file(&refs))?;
     let log = std::fs::File::create(dir.path().join("agent.log"))?;
     let interval = interval_ms.to_string();
-    let mut child =
-        spawn_agent(&mut sandbox, &pods_path, &["--dry-run", "--interval-ms", &interval], log)?;
+    let mut child = spawn_agent(
+        agent,
+        &mut sandbox,
+        &pods_path,
+        &["--dry-run", "--interval-ms", &interval],
+        log,
+    )?;
     let pid = child.id();
     std::thread::sleep(Duration::from_secs(warmup));
     let cpu_start = process_cpu_seconds(pid)?;
