@@ -35,7 +35,6 @@ use crate::kernel::{self, FairScheduler};
 use crate::nodemetric::{CollectPolicy, ProdInputs, StatusInputs, build};
 use crate::pod_ref::PodRef;
 use crate::pods::{LastGood, PodSource};
-use crate::predictor::CpuMem;
 use crate::predictor::reclaimable::ReclaimConfig;
 use crate::predictor::{PredictServer, PredictorConfig, checkpoint};
 use crate::qos::{
@@ -44,6 +43,7 @@ use crate::qos::{
 };
 use crate::sample::{NodeSample, PodSample};
 use crate::store::{Entity, Metric, MetricStore, StoreConfig};
+use kolo_core::CpuMem;
 
 /// How often PSI is read (the reference's PSI collector interval).
 const PSI_INTERVAL: Duration = Duration::from_secs(10);

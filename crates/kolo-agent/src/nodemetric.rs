@@ -40,14 +40,15 @@ use kolo_api::crd::{
     ReclaimableMetric, ResourceList, ResourceMap, parse_go_duration,
 };
 use kolo_api::quantity::{Format, Quantity};
+use kolo_core::CpuMem;
 use kolo_core::clock::Timestamp;
 use kolo_core::resources::ResourceVector;
 
 use crate::PodRef;
+use crate::predictor::Predictions;
 use crate::predictor::reclaimable::{
     ProdReclaimable, ReclaimConfig, ReclaimableError, prod_reclaimable,
 };
-use crate::predictor::{CpuMem, Predictions};
 use crate::store::{Entity, Metric, MetricStore, Summary};
 
 /// Default aggregate window, seconds.
@@ -235,8 +236,8 @@ fn cpu_memory(cpu_cores: f64, memory_bytes: f64) -> ResourceMap {
 
 fn cpu_mem_map(v: CpuMem) -> ResourceMap {
     let resources: ResourceList = BTreeMap::from([
-        ("cpu".to_string(), Quantity::from_milli(v.cpu_milli).into()),
-        ("memory".to_string(), Quantity::from_value(v.memory_bytes, Format::BinarySI).into()),
+        ("cpu".to_string(), Quantity::from_milli(v.cpu).into()),
+        ("memory".to_string(), Quantity::from_value(v.memory, Format::BinarySI).into()),
     ]);
     ResourceMap { resources: Some(resources), devices: None }
 }
@@ -726,7 +727,7 @@ mod tests {
         assert_eq!(reclaim["cpu"].0, "3120m");
         assert_eq!(quantity(&reclaim["memory"]).value(), 8 * ((1 << 30) - 115_343_360));
         let r = built.prod.unwrap().unwrap();
-        assert_eq!(r.by_priority.reclaimable.cpu_milli, 3670);
+        assert_eq!(r.by_priority.reclaimable.cpu, 3670);
         assert_eq!(nm.prod_peak().unwrap()["cpu"].0, "880m");
         assert_eq!(status.update_time, Some(Time(now())));
     }

@@ -4,6 +4,7 @@
 use k8s_openapi::api::core::v1::Pod;
 use kolo_api::kube_qos::KubeQoSClass;
 use kolo_api::{PriorityClass, QoSClass};
+use kolo_core::HasMeta;
 use kolo_core::pod::PodView;
 use kolo_core::resources::ResourceVector;
 

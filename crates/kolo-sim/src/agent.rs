@@ -20,13 +20,13 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Pod;
 use kolo_agent::cgroup::{CgroupDir, CgroupDriver, CgroupVersion, PodPaths, Resource, Value};
 use kolo_agent::pod_ref::PodRef;
-use kolo_agent::predictor::CpuMem;
 use kolo_agent::qos::{
     BeGroupState, EvictionHistory, Features, NodeState, PlannedWrite, PodState, PodStateError,
     Probe, QosLoop, RoundPlan, Strategy, cpu_evict, cpu_suppress, default_strategies, memory_evict,
 };
 use kolo_api::crd::{NodeMetricSpec, NodeSLOSpec};
 use kolo_api::kube_qos::KubeQoSClass;
+use kolo_core::CpuMem;
 use kolo_core::clock::Timestamp;
 use kolo_core::cpuset::CpuSet;
 use kolo_core::pod::PodView;

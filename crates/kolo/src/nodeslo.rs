@@ -12,6 +12,7 @@ use kolo_manager::config::SloConfigStore;
 use kolo_manager::nodeslo::render_node_slo;
 
 use crate::slo_config::{FindConfigError, SloInputError, SloInputs, find_config};
+use kolo_core::HasMeta;
 
 /// Arguments of `kolo nodeslo`.
 #[derive(Debug, clap::Args)]

@@ -33,7 +33,9 @@ use kolo_api::PriorityClass;
 use kolo_core::clock::Timestamp;
 use kolo_core::resources::ResourceVector;
 
-use super::{CpuMem, NodeItem, Predictions};
+use kolo_core::CpuMem;
+
+use super::{NodeItem, Predictions};
 use crate::PodRef;
 
 /// Settings of the prodReclaimable predictors (spec §4.1 defaults).
@@ -101,7 +103,7 @@ fn requests(pod: &PodRef) -> CpuMem {
 
 /// `int(v × ratio)`, as the reference's `MultiplyMilliQuant` / `MultiplyQuant`.
 fn scale(v: CpuMem, ratio: f64) -> CpuMem {
-    CpuMem::new((v.cpu_milli as f64 * ratio) as i64, (v.memory_bytes as f64 * ratio) as i64)
+    CpuMem::new((v.cpu as f64 * ratio) as i64, (v.memory as f64 * ratio) as i64)
 }
 
 /// Computes prodReclaimable and prodPeak for `pods` on a node with
@@ -131,31 +133,31 @@ pub fn prod_reclaimable<'a>(
         // being deleted is on its way out (the reference skips it too).
         let gone = pod.terminated || pod.deleting;
         if !gone {
-            reclaim_request = reclaim_request.saturating_add(request);
+            reclaim_request += request;
         }
         // Pod-based.
         let cold = pod
             .created
             .is_some_and(|created| now.duration_since(created).as_secs_f64() <= cold_start_secs);
         if cold {
-            unpredicted = unpredicted.saturating_add(request);
+            unpredicted += request;
             continue;
         }
         if gone {
             continue;
         }
         let Some(prediction) = predictions.pod(&pod.uid) else {
-            unpredicted = unpredicted.saturating_add(request);
+            unpredicted += request;
             missing.push(pod.uid.clone());
             continue;
         };
-        let peak = scale(CpuMem::new(prediction.p95.cpu_milli, prediction.p98.memory_bytes), ratio);
-        unreclaimable = unreclaimable.saturating_add(peak);
-        reclaimable = reclaimable.saturating_add(request.sub_non_negative(peak));
+        let peak = scale(CpuMem::new(prediction.p95.cpu, prediction.p98.memory), ratio);
+        unreclaimable += peak;
+        reclaimable += request.sub_non_negative(peak);
     }
     let by_pods = PredictorOutcome {
         reclaimable: allocatable.sub_non_negative(unreclaimable).min(reclaimable),
-        peak: unreclaimable.saturating_add(unpredicted),
+        peak: unreclaimable + unpredicted,
     };
 
     let item = |item: NodeItem| {
@@ -163,11 +165,11 @@ pub fn prod_reclaimable<'a>(
     };
     let mut sum = {
         let sys = item(NodeItem::System)?;
-        CpuMem::new(sys.p95.cpu_milli, sys.p98.memory_bytes)
+        CpuMem::new(sys.p95.cpu, sys.p98.memory)
     };
     for class in NodeItem::PRIORITY_CLASSES.into_iter().filter(|c| is_prod_reclaimable(*c)) {
         let p = item(NodeItem::Priority(class))?;
-        sum = sum.saturating_add(CpuMem::new(p.p95.cpu_milli, p.p98.memory_bytes));
+        sum += CpuMem::new(p.p95.cpu, p.p98.memory);
     }
     let priority_peak = scale(sum, ratio);
     let by_priority = PredictorOutcome {

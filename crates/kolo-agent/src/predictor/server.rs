@@ -420,18 +420,15 @@ mod tests {
         let p = server.pod("a").unwrap();
         let o = HistogramOptions::cpu();
         let cpu_end = (o.bucket_start(o.find_bucket(1.0) + 1) * 1000.0) as i64;
-        assert_eq!(p.p95.cpu_milli, cpu_end);
-        assert_eq!(p.max.cpu_milli, cpu_end);
+        assert_eq!(p.p95.cpu, cpu_end);
+        assert_eq!(p.max.cpu, cpu_end);
         let m = HistogramOptions::memory();
-        assert_eq!(
-            p.p98.memory_bytes,
-            m.bucket_start(m.find_bucket((100u64 << 20) as f64) + 1) as i64
-        );
+        assert_eq!(p.p98.memory, m.bucket_start(m.find_bucket((100u64 << 20) as f64) + 1) as i64);
         assert!(server.item(NodeItem::System).is_some());
         // A class without pods is fed zeros: its percentiles are the end of
         // the first bucket (25m, 5 MiB), as in the reference.
         let mid = server.item(NodeItem::Priority(PriorityClass::Mid)).unwrap();
-        assert_eq!(mid.max, crate::predictor::CpuMem::new(25, 5 << 20));
+        assert_eq!(mid.max, kolo_core::CpuMem::new(25, 5 << 20));
         // GC: nothing after 30 min, everything after 30 min + 1 s.
         assert_eq!(server.gc(at(59 + 1800)), 0);
         assert_eq!(server.gc(at(59 + 1801)), 8);

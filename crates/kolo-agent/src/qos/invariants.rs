@@ -18,7 +18,7 @@ use crate::cgroup::{
     CgroupDir, CgroupDriver, CgroupVersion, ContainerId, PodPaths, Resource, Value,
 };
 use crate::pod_ref::{ContainerRef, PodRef};
-use crate::predictor::CpuMem;
+use kolo_core::CpuMem;
 
 /// The kubelet's CFS quota for a CPU limit (µs per 100 ms).
 fn base_quota(limit_milli: i64) -> i64 {

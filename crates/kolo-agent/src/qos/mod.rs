@@ -25,7 +25,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity as KubeQuantity;
 
 use crate::cgroup::{CgroupDir, CgroupVersion, CgroupWrite, ContainerId, PodPaths};
 use crate::pod_ref::PodRef;
-use crate::predictor::CpuMem;
+use kolo_core::CpuMem;
 
 /// What the kernel offers, per feature (detected by the cgroup layer).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]

@@ -15,7 +15,7 @@ use super::{
 };
 use crate::cgroup::{CgroupDir, CgroupVersion, Resource, Value};
 use crate::pod_ref::{ContainerRef, PodRef};
-use crate::predictor::CpuMem;
+use kolo_core::CpuMem;
 
 /// The BE QoS dir of the test nodes.
 pub(crate) const BE_DIR: &str = "kubepods/besteffort";

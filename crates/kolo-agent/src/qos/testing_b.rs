@@ -14,7 +14,7 @@ use kolo_core::resources::{ResourceName, ResourceVector};
 use super::{BeGroupState, EvictionHistory, Features, NodeState, PodState};
 use crate::cgroup::{CgroupDir, CgroupVersion};
 use crate::pod_ref::PodRef;
-use crate::predictor::CpuMem;
+use kolo_core::CpuMem;
 
 /// A timestamp `secs` after the epoch.
 pub(crate) fn ts(secs: i64) -> Timestamp {
