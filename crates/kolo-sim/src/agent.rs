@@ -18,8 +18,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
+use kolo_agent::agent_pod::AgentPod;
 use kolo_agent::cgroup::{CgroupDir, CgroupDriver, CgroupVersion, PodPaths, Resource, Value};
-use kolo_agent::pod_ref::PodRef;
 use kolo_agent::qos::{
     BeGroupState, EvictionHistory, Features, NodeState, PlannedWrite, PodState, PodStateError,
     Probe, QosLoop, RoundPlan, Strategy, cpu_evict, cpu_suppress, default_strategies, memory_evict,
@@ -158,7 +158,7 @@ pub fn report_due(node: &SimNode, t: f64, default_seconds: u64) -> Option<u64> {
 /// writes to container cgroups would be dropped (only the BE QoS group's
 /// cap is modelled).
 pub fn pod_state(bound: &Pod, view: &PodView, paths: &PodPaths) -> Result<PodState, PodStateError> {
-    PodState::pod_level(PodRef::from_view(view, bound), bound, paths, None)
+    PodState::pod_level(AgentPod::from_view(view, bound), bound, paths, None)
 }
 
 /// Reads the pods started since the node's last step into its agent's

@@ -36,7 +36,7 @@ use kolo_core::resources::ResourceVector;
 use kolo_core::CpuMem;
 
 use super::{NodeItem, Predictions};
-use crate::PodRef;
+use crate::AgentPod;
 
 /// Settings of the prodReclaimable predictors (spec §4.1 defaults).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,7 +97,7 @@ pub fn is_prod_reclaimable(class: PriorityClass) -> bool {
     matches!(class, PriorityClass::Prod | PriorityClass::None)
 }
 
-fn requests(pod: &PodRef) -> CpuMem {
+fn requests(pod: &AgentPod) -> CpuMem {
     CpuMem::new(pod.requests.cpu(), pod.requests.memory())
 }
 
@@ -109,7 +109,7 @@ fn scale(v: CpuMem, ratio: f64) -> CpuMem {
 /// Computes prodReclaimable and prodPeak for `pods` on a node with
 /// `allocatable` (CPU milli, memory bytes). See the module documentation.
 pub fn prod_reclaimable<'a>(
-    pods: impl IntoIterator<Item = &'a PodRef>,
+    pods: impl IntoIterator<Item = &'a AgentPod>,
     allocatable: &ResourceVector,
     predictions: &dyn Predictions,
     config: &ReclaimConfig,
@@ -125,7 +125,7 @@ pub fn prod_reclaimable<'a>(
     let mut reclaim_request = CpuMem::default();
     let mut missing = Vec::new();
     for pod in pods {
-        if !is_prod_reclaimable(pod.priority_class) || !seen.insert(pod.uid.as_str()) {
+        if !is_prod_reclaimable(pod.priority_class) || !seen.insert(pod.id.uid.as_str()) {
             continue;
         }
         let request = requests(pod);
@@ -146,9 +146,9 @@ pub fn prod_reclaimable<'a>(
         if gone {
             continue;
         }
-        let Some(prediction) = predictions.pod(&pod.uid) else {
+        let Some(prediction) = predictions.pod(&pod.id.uid) else {
             unpredicted += request;
-            missing.push(pod.uid.clone());
+            missing.push(pod.id.uid.clone());
             continue;
         };
         let peak = scale(CpuMem::new(prediction.p95.cpu, prediction.p98.memory), ratio);
@@ -204,11 +204,9 @@ mod tests {
         "2026-01-02T00:00:00Z".parse().unwrap()
     }
 
-    fn pod(uid: &str, class: PriorityClass, cpu: i64, mem: i64, age_h: i64) -> PodRef {
-        PodRef {
-            uid: uid.into(),
-            namespace: "ns".into(),
-            name: uid.into(),
+    fn pod(uid: &str, class: PriorityClass, cpu: i64, mem: i64, age_h: i64) -> AgentPod {
+        AgentPod {
+            id: kolo_core::PodRef { namespace: "ns".into(), name: uid.into(), uid: uid.into() },
             kube_qos: KubeQoSClass::Burstable,
             qos: QoSClass::LS,
             priority_class: class,

@@ -192,7 +192,7 @@ impl Strategy for CfsQuotaBurst {
             let threshold =
                 cfg.share_pool_threshold_percent.unwrap_or(DEFAULT_SHARE_POOL_THRESHOLD_PERCENT);
             let pool = pool_state(ratio, threshold);
-            let key = pod.pod.key();
+            let key = pod.pod.id.key();
             let mut pod_delta = 0i64;
             for c in &pod.containers {
                 let base = base_quota(c.limits.cpu());

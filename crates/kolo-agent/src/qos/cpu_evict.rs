@@ -145,7 +145,7 @@ pub fn order(a: &PodState, b: &PodState) -> Ordering {
         .unwrap_or(0)
         .cmp(&b.priority.unwrap_or(0))
         .then_with(|| ratio(b).total_cmp(&ratio(a)))
-        .then_with(|| a.pod.key().cmp(&b.pod.key()))
+        .then_with(|| a.pod.id.key().cmp(&b.pod.id.key()))
 }
 
 /// Whether BE usage is high over `cpuEvictTimeWindowSeconds` too.

@@ -174,7 +174,7 @@ mod tests {
             n.pods.push(p);
         }
         let names: Vec<_> =
-            candidates(&n, &["memoryEvict"]).iter().map(|p| p.pod.name.clone()).collect();
+            candidates(&n, &["memoryEvict"]).iter().map(|p| p.pod.id.name.clone()).collect();
         assert_eq!(names, ["be"]);
     }
 
@@ -202,7 +202,7 @@ mod tests {
         let a = be_pod("a", 0, 10);
         let sorted = vec![&deleting, &empty, &a];
         let (picks, released) = pick(&sorted, 15, |p| p.usage.map_or(0, |u| u.memory));
-        assert_eq!(picks.iter().map(|p| p.pod.pod.name.as_str()).collect::<Vec<_>>(), ["a"]);
+        assert_eq!(picks.iter().map(|p| p.pod.pod.id.name.as_str()).collect::<Vec<_>>(), ["a"]);
         assert_eq!(released, 20);
     }
 

@@ -53,8 +53,8 @@ pub fn order(a: &PodState, b: &PodState) -> Ordering {
         .unwrap_or(0)
         .cmp(&b.priority.unwrap_or(0))
         .then_with(|| released_bytes(b).cmp(&released_bytes(a)))
-        .then_with(|| b.pod.name.cmp(&a.pod.name))
-        .then_with(|| b.pod.namespace.cmp(&a.pod.namespace))
+        .then_with(|| b.pod.id.name.cmp(&a.pod.id.name))
+        .then_with(|| b.pod.id.namespace.cmp(&a.pod.id.namespace))
 }
 
 /// Bytes to release: `None` below the threshold or with an invalid
@@ -200,7 +200,7 @@ mod tests {
         let none_b = be_pod("b", 0, 0);
         let mut pods = [&high, &none_a, &small, &low, &none_b, &big];
         pods.sort_by(|a, b| order(a, b));
-        let names: Vec<_> = pods.iter().map(|p| p.pod.name.as_str()).collect();
+        let names: Vec<_> = pods.iter().map(|p| p.pod.id.name.as_str()).collect();
         assert_eq!(names, ["big", "small", "b", "a", "low", "high"]);
     }
 
