@@ -85,17 +85,14 @@ impl AgentSide {
         paths: &PodPaths,
         now: Timestamp,
     ) -> AgentSide {
-        let cpus = u32::try_from((node.capacity.0 / 1000).max(1)).unwrap_or(1);
+        let cpus = u32::try_from((node.capacity.cpu / 1000).max(1)).unwrap_or(1);
         let mut allocatable = *node.view.allocatable();
         node.extended.apply_to(&mut allocatable);
         let state = NodeState {
             now,
-            capacity: CpuMem::new(node.capacity.0, node.capacity.1),
+            capacity: node.capacity,
             allocatable,
-            reserved: CpuMem::new(
-                node.capacity.0 - node.allocatable.0,
-                node.capacity.1 - node.allocatable.1,
-            ),
+            reserved: node.capacity - node.allocatable,
             usage: CpuMem::default(),
             be_cpus: CpuSet::from_range(0, cpus - 1),
             cpu_cores: node.cores.clone(),
