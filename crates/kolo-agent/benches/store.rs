@@ -12,7 +12,7 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_main};
-use kolo_agent::PodRef;
+use kolo_agent::AgentPod;
 use kolo_agent::nodemetric::{CollectPolicy, ProdInputs, StatusInputs, build_status};
 use kolo_agent::predictor::reclaimable::ReclaimConfig;
 use kolo_agent::predictor::{PredictServer, PredictorConfig};
@@ -30,12 +30,14 @@ fn at(secs: i64) -> Timestamp {
     Timestamp::from_second(T0 + secs).unwrap()
 }
 
-fn pods() -> Vec<PodRef> {
+fn pods() -> Vec<AgentPod> {
     (0..PODS)
-        .map(|i| PodRef {
-            uid: format!("{:08x}-0000-4000-8000-{:012x}", i, i),
-            namespace: format!("ns-{}", i % 7),
-            name: format!("pod-{i}"),
+        .map(|i| AgentPod {
+            id: kolo_core::PodRef {
+                namespace: format!("ns-{}", i % 7),
+                name: format!("pod-{i}"),
+                uid: format!("{:08x}-0000-4000-8000-{:012x}", i, i),
+            },
             kube_qos: KubeQoSClass::Burstable,
             qos: if i % 3 == 0 { QoSClass::BE } else { QoSClass::LS },
             priority_class: if i % 3 == 0 { PriorityClass::Batch } else { PriorityClass::Prod },
@@ -49,7 +51,7 @@ fn pods() -> Vec<PodRef> {
         .collect()
 }
 
-fn samples(pods: &[PodRef]) -> (NodeSample, Vec<PodSample>) {
+fn samples(pods: &[AgentPod]) -> (NodeSample, Vec<PodSample>) {
     let node = NodeSample {
         at: at(0),
         cpu_cores: 20.0,
@@ -61,7 +63,7 @@ fn samples(pods: &[PodRef]) -> (NodeSample, Vec<PodSample>) {
         .enumerate()
         .map(|(i, p)| PodSample {
             at: at(0),
-            uid: p.uid.clone(),
+            uid: p.id.uid.clone(),
             cpu_cores: 0.1 + 0.001 * i as f64,
             memory_bytes: (200 + i as u64) << 20,
             memory_with_cache_bytes: (300 + i as u64) << 20,
@@ -89,7 +91,7 @@ fn round(store: &mut MetricStore, node: &mut NodeSample, pods: &mut [PodSample],
     store.record_round(node, pods);
 }
 
-fn full_store(pods: &[PodRef]) -> (MetricStore, i64) {
+fn full_store(pods: &[AgentPod]) -> (MetricStore, i64) {
     let (mut node, mut pod_samples) = samples(pods);
     let mut store = MetricStore::new(StoreConfig::default());
     let end = 1800;

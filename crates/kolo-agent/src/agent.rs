@@ -26,6 +26,7 @@ use kolo_api::kube_qos::KubeQoSClass;
 use kolo_core::cpuset::CpuSet;
 use kolo_core::resources::ResourceName;
 
+use crate::agent_pod::AgentPod;
 use crate::cgroup::{CgroupDir, CgroupError, Cgroups, CpuThrottle, LayoutConfig, Resource};
 use crate::collect::node::NodeCollector;
 use crate::collect::pod::PodCollector;
@@ -33,9 +34,7 @@ use crate::collect::psi::NodePsiReader;
 use crate::fast_probe::{FastProbe, SurgeRule};
 use crate::kernel::{self, FairScheduler};
 use crate::nodemetric::{CollectPolicy, ProdInputs, StatusInputs, build};
-use crate::pod_ref::PodRef;
 use crate::pods::{LastGood, PodSource};
-use crate::predictor::CpuMem;
 use crate::predictor::reclaimable::ReclaimConfig;
 use crate::predictor::{PredictServer, PredictorConfig, checkpoint};
 use crate::qos::{
@@ -44,6 +43,7 @@ use crate::qos::{
 };
 use crate::sample::{NodeSample, PodSample};
 use crate::store::{Entity, Metric, MetricStore, StoreConfig};
+use kolo_core::CpuMem;
 
 /// How often PSI is read (the reference's PSI collector interval).
 const PSI_INTERVAL: Duration = Duration::from_secs(10);
@@ -167,7 +167,7 @@ pub struct Agent<S> {
     pod_collector: PodCollector,
     pods: LastGood<S>,
     pod_generation: u64,
-    pod_refs: Vec<PodRef>,
+    agent_pods: Vec<AgentPod>,
     /// The strategies' view of each pod without usage, rebuilt only when
     /// the pod list changes (parsing Pod objects every second would cost
     /// more than the whole collection round).
@@ -223,7 +223,7 @@ impl<S: PodSource> Agent<S> {
             pod_collector: PodCollector::new(cgroups),
             pods: LastGood::new(source),
             pod_generation: 0,
-            pod_refs: Vec::new(),
+            agent_pods: Vec::new(),
             pod_states: Vec::new(),
             store,
             predictor,
@@ -251,7 +251,7 @@ impl<S: PodSource> Agent<S> {
                 None
             }
         };
-        let pods = self.pod_collector.collect(&self.pod_refs, now);
+        let pods = self.pod_collector.collect(&self.agent_pods, now);
         report.errors.extend(self.pod_collector.errors().iter().map(ToString::to_string));
         self.collect_cfs_state();
         if let Some(node) = &node {
@@ -264,7 +264,7 @@ impl<S: PodSource> Agent<S> {
                 Ok(None) => {}
                 Err(e) => report.errors.push(e.to_string()),
             }
-            for pod in self.pod_collector.collect_psi(&self.pod_refs, now) {
+            for pod in self.pod_collector.collect_psi(&self.agent_pods, now) {
                 self.store.record_psi(Entity::Pod(&pod.uid), pod.at, &pod.psi);
                 for c in &pod.containers {
                     self.store.record_psi(Entity::Container(&c.id), pod.at, &c.psi);
@@ -272,7 +272,7 @@ impl<S: PodSource> Agent<S> {
             }
         }
         if self.predictor.training_due(now) {
-            self.predictor.train(&self.store, &self.pod_refs, now, &mut self.scratch);
+            self.predictor.train(&self.store, &self.agent_pods, now, &mut self.scratch);
             self.predictor.gc(now);
             self.store.gc(now);
         }
@@ -291,7 +291,7 @@ impl<S: PodSource> Agent<S> {
         self.fast_be_cores = None;
         report.node = node;
         report.pods_measured = pods.len();
-        report.pods_known = self.pod_refs.len();
+        report.pods_known = self.agent_pods.len();
         self.last_samples = pods;
         self.sampled_be_cores = self.sum_be_samples();
         self.stats.ticks += 1;
@@ -313,7 +313,7 @@ impl<S: PodSource> Agent<S> {
             return;
         }
         self.pod_generation = self.pods.generation();
-        self.pod_refs.clear();
+        self.agent_pods.clear();
         self.pod_states.clear();
         let paths = self.cgroups.pod_paths();
         for pod in self.pods.pods() {
@@ -324,7 +324,7 @@ impl<S: PodSource> Agent<S> {
                     pod.metadata.name.as_deref().unwrap_or_default()
                 )
             };
-            let pod_ref = match PodRef::from_pod(pod) {
+            let agent_pod = match AgentPod::from_pod(pod) {
                 Ok(p) => p,
                 Err(e) => {
                     report.errors.push(format!("pod {}: {e} (skipped)", key()));
@@ -333,17 +333,17 @@ impl<S: PodSource> Agent<S> {
             };
             // The collector still measures a pod the strategies cannot use
             // (it reports a bad UID itself); the strategies leave it alone.
-            match PodState::with_ref(pod_ref.clone(), pod, paths, None, &BTreeMap::new()) {
+            match PodState::with_ref(agent_pod.clone(), pod, paths, None, &BTreeMap::new()) {
                 Ok(state) => self.pod_states.push(state),
                 Err(e) => report.errors.push(format!("pod {}: {e} (no QoS for it)", key())),
             }
-            self.pod_refs.push(pod_ref);
+            self.agent_pods.push(agent_pod);
         }
         // Free the series of pods that are gone. (Their predictor models
         // expire after 30 min without samples, as in the reference, so a pod
         // that comes back after a short kubelet hiccup keeps its history.)
         let uids: std::collections::HashSet<&str> =
-            self.pod_refs.iter().map(|p| p.uid.as_str()).collect();
+            self.agent_pods.iter().map(|p| p.id.uid.as_str()).collect();
         self.store.retain_pods(|uid| uids.contains(uid));
     }
 
@@ -353,7 +353,7 @@ impl<S: PodSource> Agent<S> {
         let built = build(
             &StatusInputs {
                 store: &self.store,
-                pods: &self.pod_refs,
+                pods: &self.agent_pods,
                 policy: &self.policy,
                 prod: Some(ProdInputs {
                     predictions: &self.predictor,
@@ -396,7 +396,7 @@ impl<S: PodSource> Agent<S> {
             .iter()
             .map(|p| {
                 let mut p = p.clone();
-                if let Some(s) = samples.get(p.pod.uid.as_str()) {
+                if let Some(s) = samples.get(p.pod.id.uid.as_str()) {
                     let scale = if p.is_be() { be_scale.unwrap_or(1.0) } else { 1.0 };
                     p.usage = Some(cpu_mem(s.cpu_cores * scale, s.memory_bytes));
                     for c in &mut p.containers {
@@ -478,7 +478,7 @@ impl<S: PodSource> Agent<S> {
         let mut avg = 0.0;
         let mut covered: Option<Duration> = None;
         for p in self.pod_states.iter().filter(|p| p.is_be() && !p.pod.terminated) {
-            let Some(w) = self.store.window(Entity::Pod(&p.pod.uid), Metric::Cpu, start, now)
+            let Some(w) = self.store.window(Entity::Pod(&p.pod.id.uid), Metric::Cpu, start, now)
             else {
                 continue;
             };
@@ -586,7 +586,7 @@ impl<S: PodSource> Agent<S> {
     /// The BE pods' CPU in the last round's samples, cores.
     fn sum_be_samples(&self) -> f64 {
         let be: std::collections::HashSet<&str> =
-            self.pod_states.iter().filter(|p| p.is_be()).map(|p| p.pod.uid.as_str()).collect();
+            self.pod_states.iter().filter(|p| p.is_be()).map(|p| p.pod.id.uid.as_str()).collect();
         self.last_samples.iter().filter(|s| be.contains(s.uid.as_str())).map(|s| s.cpu_cores).sum()
     }
 
@@ -602,8 +602,8 @@ impl<S: PodSource> Agent<S> {
     }
 
     /// The pods the agent knows.
-    pub fn pods(&self) -> &[PodRef] {
-        &self.pod_refs
+    pub fn pods(&self) -> &[AgentPod] {
+        &self.agent_pods
     }
 
     /// The last tick's pod samples.

@@ -76,13 +76,13 @@ impl KillEvictor {
 
 impl Evictor for KillEvictor {
     fn evict(&mut self, pod: &PodState, reason: &str) -> Result<(), EvictError> {
-        let fail = |message: String| EvictError { pod: pod.pod.key(), message };
+        let fail = |message: String| EvictError { pod: pod.pod.id.key(), message };
         if !pod.is_be() {
             // The strategies never ask for this; refuse rather than trust it.
             return Err(fail(format!("refusing to kill a {:?} pod", pod.pod.qos)));
         }
         let pids = self.pids(pod).map_err(fail)?;
-        tracing::warn!(pod = %pod.pod.key(), processes = pids.len(), %reason, "evicting: killing the pod's processes");
+        tracing::warn!(pod = %pod.pod.id.key(), processes = pids.len(), %reason, "evicting: killing the pod's processes");
         for pid in pids {
             let Some(pid) = Pid::from_raw(pid) else { continue };
             match kill_process(pid, Signal::KILL) {

@@ -16,10 +16,11 @@
 //! * [`pods`]: where the pod list comes from (the kubelet, or a file);
 //! * [`kernel`]: which fair scheduler the kernel runs (CFS or EEVDF).
 //!
-//! The shared vocabulary is [`PodRef`] (what the agent needs to know of a
+//! The shared vocabulary is [`AgentPod`] (what the agent needs to know of a
 //! pod) and the samples in [`sample`].
 
 pub mod agent;
+pub mod agent_pod;
 pub mod cgroup;
 pub mod collect;
 pub mod evict;
@@ -27,7 +28,6 @@ pub mod fast_probe;
 pub mod kernel;
 pub mod metrics;
 pub mod nodemetric;
-pub mod pod_ref;
 pub mod pods;
 pub mod predictor;
 pub mod qos;
@@ -35,4 +35,4 @@ pub mod sample;
 pub mod sandbox;
 pub mod store;
 
-pub use pod_ref::{ContainerRef, PodRef};
+pub use agent_pod::{AgentPod, ContainerRef};

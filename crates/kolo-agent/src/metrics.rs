@@ -92,18 +92,18 @@ pub fn encode<S: PodSource>(agent: &Agent<S>) -> String {
     let container_cpu = Family::<ContainerLabels, FloatGauge>::default();
     let container_memory = Family::<ContainerLabels, FloatGauge>::default();
     for sample in agent.last_pod_samples() {
-        let Some(pod) = agent.pods().iter().find(|p| p.uid == sample.uid) else { continue };
+        let Some(pod) = agent.pods().iter().find(|p| p.id.uid == sample.uid) else { continue };
         let labels = PodLabels {
-            namespace: pod.namespace.clone(),
-            pod: pod.name.clone(),
+            namespace: pod.id.namespace.clone(),
+            pod: pod.id.name.clone(),
             qos: pod.qos.as_str().to_string(),
         };
         pod_cpu.get_or_create(&labels).set(sample.cpu_cores);
         pod_memory.get_or_create(&labels).set(sample.memory_bytes as f64);
         for c in &sample.containers {
             let labels = ContainerLabels {
-                namespace: pod.namespace.clone(),
-                pod: pod.name.clone(),
+                namespace: pod.id.namespace.clone(),
+                pod: pod.id.name.clone(),
                 container: c.name.clone(),
             };
             container_cpu.get_or_create(&labels).set(c.cpu_cores);

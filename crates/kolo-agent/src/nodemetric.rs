@@ -40,14 +40,15 @@ use kolo_api::crd::{
     ReclaimableMetric, ResourceList, ResourceMap, parse_go_duration,
 };
 use kolo_api::quantity::{Format, Quantity};
+use kolo_core::CpuMem;
 use kolo_core::clock::Timestamp;
 use kolo_core::resources::ResourceVector;
 
-use crate::PodRef;
+use crate::AgentPod;
+use crate::predictor::Predictions;
 use crate::predictor::reclaimable::{
     ProdReclaimable, ReclaimConfig, ReclaimableError, prod_reclaimable,
 };
-use crate::predictor::{CpuMem, Predictions};
 use crate::store::{Entity, Metric, MetricStore, Summary};
 
 /// Default aggregate window, seconds.
@@ -235,8 +236,8 @@ fn cpu_memory(cpu_cores: f64, memory_bytes: f64) -> ResourceMap {
 
 fn cpu_mem_map(v: CpuMem) -> ResourceMap {
     let resources: ResourceList = BTreeMap::from([
-        ("cpu".to_string(), Quantity::from_milli(v.cpu_milli).into()),
-        ("memory".to_string(), Quantity::from_value(v.memory_bytes, Format::BinarySI).into()),
+        ("cpu".to_string(), Quantity::from_milli(v.cpu).into()),
+        ("memory".to_string(), Quantity::from_value(v.memory, Format::BinarySI).into()),
     ]);
     ResourceMap { resources: Some(resources), devices: None }
 }
@@ -268,7 +269,7 @@ pub struct StatusInputs<'a> {
     /// The metric store.
     pub store: &'a MetricStore,
     /// The pods on the node.
-    pub pods: &'a [PodRef],
+    pub pods: &'a [AgentPod],
     /// The collect policy ([`CollectPolicy::from_spec`]).
     pub policy: &'a CollectPolicy,
     /// The predictor; `None` leaves the prod fields out.
@@ -370,15 +371,15 @@ pub fn build(inputs: &StatusInputs<'_>, scratch: &mut Vec<f32>) -> BuiltStatus {
         numa_usages: None,
     };
 
-    let mut measured: Vec<&PodRef> = Vec::with_capacity(inputs.pods.len());
+    let mut measured: Vec<&AgentPod> = Vec::with_capacity(inputs.pods.len());
     let mut pods_metric: Vec<PodMetricInfo> = Vec::with_capacity(inputs.pods.len());
     for pod in inputs.pods {
-        let Some(usage) = average(inputs, Entity::Pod(&pod.uid)) else { continue };
+        let Some(usage) = average(inputs, Entity::Pod(&pod.id.uid)) else { continue };
         measured.push(pod);
         let non_empty = |s: &str| (!s.is_empty()).then(|| s.to_string());
         pods_metric.push(PodMetricInfo {
-            name: Some(pod.name.clone()),
-            namespace: Some(pod.namespace.clone()),
+            name: Some(pod.id.name.clone()),
+            namespace: Some(pod.id.namespace.clone()),
             pod_usage: Some(usage),
             priority: non_empty(pod.priority_class.as_str()),
             qos: non_empty(pod.qos.as_str()),
@@ -534,11 +535,13 @@ mod tests {
         snapshot.node_metrics.into_iter().next().unwrap()
     }
 
-    fn pod_ref(ns: &str, name: &str, priority: &str, qos: &str) -> PodRef {
-        PodRef {
-            uid: format!("uid-{ns}-{name}"),
-            namespace: ns.into(),
-            name: name.into(),
+    fn agent_pod(ns: &str, name: &str, priority: &str, qos: &str) -> AgentPod {
+        AgentPod {
+            id: kolo_core::PodRef {
+                namespace: ns.into(),
+                name: name.into(),
+                uid: format!("uid-{ns}-{name}"),
+            },
             kube_qos: KubeQoSClass::Burstable,
             qos: QoSClass::from_label_value(qos),
             priority_class: PriorityClass::from_name(priority),
@@ -556,7 +559,7 @@ mod tests {
     }
 
     /// Records `secs` seconds (ending at `now()`) of constant usage.
-    fn record(store: &mut MetricStore, secs: i64, pods: &[(PodRef, f64, u64)]) {
+    fn record(store: &mut MetricStore, secs: i64, pods: &[(AgentPod, f64, u64)]) {
         for t in (0..secs).rev() {
             let at = now() - k8s_openapi::jiff::SignedDuration::from_secs(t);
             let node = NodeSample {
@@ -569,7 +572,7 @@ mod tests {
                 .iter()
                 .map(|(p, cpu, mem)| PodSample {
                     at,
-                    uid: p.uid.clone(),
+                    uid: p.id.uid.clone(),
                     cpu_cores: *cpu,
                     memory_bytes: *mem,
                     memory_with_cache_bytes: *mem + (1 << 20),
@@ -616,7 +619,7 @@ mod tests {
         let example = example();
         let example_status = example.status.clone().unwrap();
         // The example's pods, with their usage as constant samples.
-        let pods: Vec<(PodRef, f64, u64)> = example_status
+        let pods: Vec<(AgentPod, f64, u64)> = example_status
             .pods_metric
             .as_ref()
             .unwrap()
@@ -624,7 +627,7 @@ mod tests {
             .map(|m| {
                 let r = m.pod_usage.as_ref().unwrap().resources.as_ref().unwrap();
                 (
-                    pod_ref(
+                    agent_pod(
                         m.namespace.as_deref().unwrap(),
                         m.name.as_deref().unwrap(),
                         m.priority.as_deref().unwrap(),
@@ -639,7 +642,7 @@ mod tests {
         record(&mut store, 1801, &pods);
 
         let policy = CollectPolicy::from_spec(&example.spec);
-        let refs: Vec<PodRef> = pods.iter().map(|(p, _, _)| p.clone()).collect();
+        let refs: Vec<AgentPod> = pods.iter().map(|(p, _, _)| p.clone()).collect();
         let alloc = ResourceVector::cpu_memory(8000, 16 << 30);
         let config = ReclaimConfig::default();
         let inputs = StatusInputs {
@@ -726,7 +729,7 @@ mod tests {
         assert_eq!(reclaim["cpu"].0, "3120m");
         assert_eq!(quantity(&reclaim["memory"]).value(), 8 * ((1 << 30) - 115_343_360));
         let r = built.prod.unwrap().unwrap();
-        assert_eq!(r.by_priority.reclaimable.cpu_milli, 3670);
+        assert_eq!(r.by_priority.reclaimable.cpu, 3670);
         assert_eq!(nm.prod_peak().unwrap()["cpu"].0, "880m");
         assert_eq!(status.update_time, Some(Time(now())));
     }
@@ -778,10 +781,10 @@ mod tests {
 
     #[test]
     fn pods_policy_and_prediction_errors() {
-        let a = pod_ref("b-ns", "a", "koord-prod", "LS");
-        let b = pod_ref("a-ns", "z", "", "");
-        let c = pod_ref("a-ns", "y", "koord-batch", "BE");
-        let silent = pod_ref("a-ns", "silent", "koord-prod", "LS");
+        let a = agent_pod("b-ns", "a", "koord-prod", "LS");
+        let b = agent_pod("a-ns", "z", "", "");
+        let c = agent_pod("a-ns", "y", "koord-batch", "BE");
+        let silent = agent_pod("a-ns", "silent", "koord-prod", "LS");
         let mut store = MetricStore::new(crate::store::StoreConfig {
             pod_memory_with_cache: true,
             ..Default::default()

@@ -30,8 +30,8 @@ use std::sync::{Mutex, MutexGuard, OnceLock, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::agent_pod::{AgentPod, ContainerRef};
 use crate::cgroup::{CgroupDriver, CgroupVersion, Layout, LayoutConfig, PodPaths, Subsystem};
-use crate::pod_ref::{ContainerRef, PodRef};
 use kolo_api::kube_qos::KubeQoSClass;
 use kolo_api::{PriorityClass, QoSClass};
 use kolo_core::resources::{ResourceName, ResourceVector};
@@ -202,7 +202,7 @@ impl TestCgroups {
     }
 
     /// Creates pod `n` (UID [`test_uid`]`(n)`) with one container `main`
-    /// (ID [`test_container_id`]`(n)`) and returns its [`PodRef`] — named
+    /// (ID [`test_container_id`]`(n)`) and returns its [`AgentPod`] — named
     /// `name`, of QoS class `qos` — and the container's directory, for
     /// [`TestCgroups::spawn`].
     pub fn add_single_container_pod(
@@ -211,20 +211,20 @@ impl TestCgroups {
         name: &str,
         qos: QoSClass,
         kube_qos: KubeQoSClass,
-    ) -> (PodRef, String) {
+    ) -> (AgentPod, String) {
         let (uid, id) = (test_uid(n), test_container_id(n));
         let pod_rel = self.add_pod(kube_qos, &uid);
         let rel = self.add_container(&pod_rel, &id);
-        let mut pod = pod_ref(&uid, kube_qos, &[("main".into(), format!("containerd://{id}"))]);
-        pod.name = name.into();
+        let mut pod = agent_pod(&uid, kube_qos, &[("main".into(), format!("containerd://{id}"))]);
+        pod.id.name = name.into();
         pod.qos = qos;
         (pod, rel)
     }
 
     /// Creates `pods` burstable pods with `containers` containers each
-    /// (no processes) and returns their [`PodRef`]s (for footprint
+    /// (no processes) and returns their [`AgentPod`]s (for footprint
     /// measurements).
-    pub fn populate(&mut self, pods: usize, containers: usize) -> Vec<PodRef> {
+    pub fn populate(&mut self, pods: usize, containers: usize) -> Vec<AgentPod> {
         (0..pods)
             .map(|p| {
                 let uid = test_uid(p as u64);
@@ -239,7 +239,7 @@ impl TestCgroups {
                     .enumerate()
                     .map(|(c, id)| (format!("c{c}"), format!("containerd://{id}")))
                     .collect();
-                pod_ref(&uid, KubeQoSClass::Burstable, &names)
+                agent_pod(&uid, KubeQoSClass::Burstable, &names)
             })
             .collect()
     }
@@ -501,11 +501,13 @@ pub fn test_container_id(n: u64) -> String {
 }
 
 /// A running pod for the collector.
-pub fn pod_ref(uid: &str, qos: KubeQoSClass, containers: &[(String, String)]) -> PodRef {
-    PodRef {
-        uid: uid.to_string(),
-        namespace: "kolo-test".into(),
-        name: format!("pod-{uid}"),
+pub fn agent_pod(uid: &str, qos: KubeQoSClass, containers: &[(String, String)]) -> AgentPod {
+    AgentPod {
+        id: kolo_core::PodRef {
+            namespace: "kolo-test".into(),
+            name: format!("pod-{uid}"),
+            uid: uid.to_string(),
+        },
         kube_qos: qos,
         qos: QoSClass::LS,
         priority_class: PriorityClass::Prod,
@@ -546,7 +548,7 @@ pub fn rss_anon(pid: u32) -> u64 {
 /// pods file for `kolo agent --standalone --pods`: name, namespace, UID,
 /// Kubernetes QoS class and each container's runtime ID, which is what the
 /// agent needs to find their cgroups.
-pub fn pods_file(pods: &[PodRef]) -> String {
+pub fn pods_file(pods: &[AgentPod]) -> String {
     let items: Vec<serde_json::Value> = pods
         .iter()
         .map(|p| {
@@ -583,7 +585,7 @@ pub fn pods_file(pods: &[PodRef]) -> String {
             serde_json::json!({
                 "apiVersion": "v1",
                 "kind": "Pod",
-                "metadata": {"name": p.name, "namespace": p.namespace, "uid": p.uid,
+                "metadata": {"name": p.id.name, "namespace": p.id.namespace, "uid": p.id.uid,
                              "labels": {"koordinator.sh/qosClass": p.qos.as_str()}},
                 "spec": {"containers": containers},
                 "status": {"phase": "Running", "qosClass": p.kube_qos.as_str(),

@@ -12,7 +12,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::{
-    TestCgroups, Workload, cpu_time_ns, have_python, pod_ref, rss_anon, skip, test_container_id,
+    TestCgroups, Workload, agent_pod, cpu_time_ns, have_python, rss_anon, skip, test_container_id,
     test_uid,
 };
 use kolo_agent::cgroup::{
@@ -87,14 +87,14 @@ fn collector_measures_real_processes() {
 
     let cgroups = Arc::new(Cgroups::detect(&t.layout_config()).unwrap());
     let pods = vec![
-        pod_ref(
+        agent_pod(
             &uid_a,
             KubeQoSClass::Burstable,
             &[("spin".into(), cid(&spin_id)), ("mem".into(), cid(&mem_id))],
         ),
-        pod_ref(&uid_b, KubeQoSClass::BestEffort, &[("sleep".into(), cid(&sleep_id))]),
+        agent_pod(&uid_b, KubeQoSClass::BestEffort, &[("sleep".into(), cid(&sleep_id))]),
         // A hostile pod in the list: reported, never read.
-        pod_ref("../../../../..", KubeQoSClass::Burstable, &[]),
+        agent_pod("../../../../..", KubeQoSClass::Burstable, &[]),
     ];
     let mut collector = PodCollector::new(cgroups.clone());
 

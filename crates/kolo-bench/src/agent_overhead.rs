@@ -92,7 +92,7 @@ pub fn measure(
     for p in &refs {
         if let Some(c) = p.containers.first().and_then(|c| c.id.as_deref()) {
             let id = c.rsplit("://").next().unwrap_or(c);
-            let dir = sandbox.pod_rel(p.kube_qos, &p.uid);
+            let dir = sandbox.pod_rel(p.kube_qos, &p.id.uid);
             sandbox.spawn(&format!("{dir}/{id}"), Workload::Sleep)?;
         }
     }

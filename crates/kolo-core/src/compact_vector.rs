@@ -16,6 +16,12 @@ const HAS_MEMORY: u8 = 2;
 
 /// A resource vector, compact when it holds only cpu and/or memory.
 ///
+/// A storage form of [`ResourceVector`], not a type to compute with: it
+/// holds exactly the same values (any resource, with presence), and readers
+/// convert it back; it exists to keep the thousands of per-pod usage entries
+/// of reports small. Unlike [`CpuMem`](crate::CpuMem), it can hold any
+/// resource and tells a missing cpu or memory from a zero one.
+///
 /// The form is canonical (a vector that fits the compact form is always
 /// stored in it), so the derived equality is the vectors' equality.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -4,6 +4,11 @@
 //!
 //! * [`resources`]: a compact, copyable resource vector with saturating
 //!   arithmetic and Koordinator's "quota" comparison semantics;
+//! * [`cpu_mem`]: [`CpuMem`], a CPU (milli-cores) and memory (bytes) amount
+//!   with saturating arithmetic;
+//! * [`pod_ref`]: [`PodRef`], a pod's identity (namespace, name, UID);
+//! * [`meta`]: the metadata (UID, labels, annotations) pod and node views
+//!   share, and their accessors;
 //! * [`pod`] and [`node`]: views of k8s-openapi `Pod` and `Node` with the
 //!   numbers algorithms need (effective requests as kubelet computes them, QoS,
 //!   priority, allocatable, taints);
@@ -16,10 +21,17 @@
 
 pub mod clock;
 pub mod compact_vector;
+pub mod cpu_mem;
 pub mod cpuset;
+pub mod meta;
 pub mod node;
 pub mod pod;
+pub mod pod_ref;
 pub mod resources;
 pub mod selector;
 pub mod snapshot;
 pub mod usage_report;
+
+pub use cpu_mem::CpuMem;
+pub use meta::HasMeta;
+pub use pod_ref::PodRef;

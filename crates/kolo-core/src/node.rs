@@ -11,11 +11,8 @@ use std::fmt;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::jiff::Timestamp;
 
-use crate::pod::StringMap;
+use crate::meta::{HasMeta, Meta, StringMap};
 use crate::resources::{ResourceError, ResourceVector};
-
-/// The annotation kolo does not keep (the whole manifest, kilobytes).
-const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 /// Errors building a [`NodeView`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -125,14 +122,13 @@ impl ConditionStatus {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeView {
     name: Box<str>,
-    labels: StringMap,
-    annotations: StringMap,
+    /// UID, labels, annotations, creation time.
+    meta: Meta,
     taints: Box<[Taint]>,
     unschedulable: bool,
     capacity: ResourceVector,
     allocatable: ResourceVector,
     ready: ConditionStatus,
-    creation_timestamp: Option<Timestamp>,
 }
 
 impl NodeView {
@@ -193,16 +189,12 @@ impl NodeView {
 
         Ok(NodeView {
             name: name.into(),
-            labels: StringMap::from_map(node.metadata.labels.as_ref(), |_| false),
-            annotations: StringMap::from_map(node.metadata.annotations.as_ref(), |k| {
-                k == LAST_APPLIED
-            }),
+            meta: Meta::from_object_meta(&node.metadata),
             taints,
             unschedulable: spec.and_then(|s| s.unschedulable).unwrap_or(false),
             capacity,
             allocatable,
             ready,
-            creation_timestamp: node.metadata.creation_timestamp.as_ref().map(|t| t.0),
         })
     }
 
@@ -211,40 +203,18 @@ impl NodeView {
     pub fn new(name: &str) -> NodeView {
         NodeView {
             name: name.into(),
-            labels: StringMap::default(),
-            annotations: StringMap::default(),
+            meta: Meta::default(),
             taints: Box::default(),
             unschedulable: false,
             capacity: ResourceVector::EMPTY,
             allocatable: ResourceVector::EMPTY,
             ready: ConditionStatus::True,
-            creation_timestamp: None,
         }
     }
 
     /// `metadata.name`.
     pub fn name(&self) -> &str {
         &self.name
-    }
-
-    /// `metadata.labels`.
-    pub fn labels(&self) -> &StringMap {
-        &self.labels
-    }
-
-    /// The value of label `key`.
-    pub fn label(&self, key: &str) -> Option<&str> {
-        self.labels.get(key)
-    }
-
-    /// `metadata.annotations`, without `last-applied-configuration`.
-    pub fn annotations(&self) -> &StringMap {
-        &self.annotations
-    }
-
-    /// The value of annotation `key`.
-    pub fn annotation(&self, key: &str) -> Option<&str> {
-        self.annotations.get(key)
     }
 
     /// `spec.taints`, in order.
@@ -277,11 +247,6 @@ impl NodeView {
         &self.allocatable
     }
 
-    /// `metadata.creationTimestamp`.
-    pub fn creation_timestamp(&self) -> Option<Timestamp> {
-        self.creation_timestamp
-    }
-
     /// Replaces allocatable; for the simulator applying the manager's
     /// batch/mid decisions.
     pub fn set_allocatable(&mut self, allocatable: ResourceVector) {
@@ -303,14 +268,14 @@ impl NodeView {
     /// Replaces the labels.
     #[must_use]
     pub fn with_labels(mut self, labels: StringMap) -> NodeView {
-        self.labels = labels;
+        self.meta.labels = labels;
         self
     }
 
     /// Replaces the annotations.
     #[must_use]
     pub fn with_annotations(mut self, annotations: StringMap) -> NodeView {
-        self.annotations = annotations;
+        self.meta.annotations = annotations;
         self
     }
 
@@ -338,8 +303,14 @@ impl NodeView {
     /// Sets the creation timestamp.
     #[must_use]
     pub fn with_creation_timestamp(mut self, at: Timestamp) -> NodeView {
-        self.creation_timestamp = Some(at);
+        self.meta.creation_timestamp = Some(at);
         self
+    }
+}
+
+impl HasMeta for NodeView {
+    fn meta(&self) -> &Meta {
+        &self.meta
     }
 }
 

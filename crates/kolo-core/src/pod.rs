@@ -19,11 +19,10 @@ use kolo_api::kube_qos::{KubeQoSClass, kube_qos};
 use kolo_api::priority::{PriorityClass, priority_value_for_class, resolve_priority_with_qos};
 use kolo_api::qos::{QoSClass, resolve_qos};
 
+pub use crate::meta::StringMap;
+use crate::meta::{HasMeta, Meta};
+use crate::pod_ref::PodRef;
 use crate::resources::{ResourceError, ResourceName, ResourceVector};
-
-/// The annotation kolo does not keep: `kubectl apply` stores the whole
-/// manifest in it (often kilobytes per pod), and no algorithm reads it.
-const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 /// Errors building a [`PodView`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -111,67 +110,6 @@ pub struct OwnerRef {
     pub controller: bool,
 }
 
-/// A compact, sorted, read-only string map for labels and annotations.
-///
-/// A boxed slice of boxed strings: 16 bytes inline and no spare capacity,
-/// against 24 for a `BTreeMap` plus its node overhead. Look-ups are binary
-/// searches.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
-pub struct StringMap(Box<[(Box<str>, Box<str>)]>);
-
-impl StringMap {
-    /// The value of `key`.
-    pub fn get(&self, key: &str) -> Option<&str> {
-        self.0.binary_search_by(|(k, _)| (**k).cmp(key)).ok().map(|i| &*self.0[i].1)
-    }
-
-    /// Whether `key` is present.
-    pub fn contains_key(&self, key: &str) -> bool {
-        self.get(key).is_some()
-    }
-
-    /// The entries, sorted by key.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &str)> {
-        self.0.iter().map(|(k, v)| (&**k, &**v))
-    }
-
-    /// The number of entries.
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    /// Whether the map is empty.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    /// Copies a Kubernetes map, leaving out the keys `skip` rejects.
-    pub(crate) fn from_map(
-        map: Option<&BTreeMap<String, String>>,
-        skip: impl Fn(&str) -> bool,
-    ) -> StringMap {
-        let Some(map) = map else {
-            return StringMap::default();
-        };
-        // A BTreeMap iterates in key order, so the slice is already sorted.
-        StringMap(
-            map.iter()
-                .filter(|(k, _)| !skip(k))
-                .map(|(k, v)| (k.as_str().into(), v.as_str().into()))
-                .collect(),
-        )
-    }
-}
-
-impl<K: Into<Box<str>>, V: Into<Box<str>>> FromIterator<(K, V)> for StringMap {
-    /// Later entries for the same key replace earlier ones.
-    fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
-        let map: BTreeMap<Box<str>, Box<str>> =
-            iter.into_iter().map(|(k, v)| (k.into(), v.into())).collect();
-        StringMap(map.into_iter().collect())
-    }
-}
-
 /// What kolo's algorithms need from a pod, resolved once.
 ///
 /// Build one with [`PodView::from_pod`] (or `TryFrom<&Pod>`); tests and the
@@ -183,7 +121,8 @@ pub struct PodView {
     key: Arc<str>,
     /// Where the name starts in `key`.
     name_at: u32,
-    uid: Box<str>,
+    /// UID, labels, annotations, creation time.
+    meta: Meta,
     node_name: Option<Box<str>>,
     scheduler_name: Option<Box<str>>,
     phase: PodPhase,
@@ -191,13 +130,10 @@ pub struct PodView {
     kube_qos: KubeQoSClass,
     priority_class: PriorityClass,
     priority: i32,
-    creation_timestamp: Option<Timestamp>,
     deletion_timestamp: Option<Timestamp>,
     owner: Option<Box<OwnerRef>>,
     requests: ResourceVector,
     limits: ResourceVector,
-    labels: StringMap,
-    annotations: StringMap,
 }
 
 /// A pod's `namespace/name` key, the one [`PodView::key`] gives and
@@ -253,7 +189,7 @@ impl PodView {
         Ok(PodView {
             key: pod_key(namespace, name),
             name_at: namespace.len() as u32 + 1,
-            uid: meta.uid.as_deref().unwrap_or_default().into(),
+            meta: Meta::from_object_meta(meta),
             node_name: spec
                 .and_then(|s| s.node_name.as_deref())
                 .filter(|n| !n.is_empty())
@@ -267,13 +203,10 @@ impl PodView {
             kube_qos: kube_qos(pod),
             priority_class,
             priority,
-            creation_timestamp: meta.creation_timestamp.as_ref().map(|t| t.0),
             deletion_timestamp: meta.deletion_timestamp.as_ref().map(|t| t.0),
             owner,
             requests,
             limits,
-            labels: StringMap::from_map(meta.labels.as_ref(), |_| false),
-            annotations: StringMap::from_map(meta.annotations.as_ref(), |k| k == LAST_APPLIED),
         })
     }
 
@@ -285,7 +218,7 @@ impl PodView {
         PodView {
             key: pod_key(namespace, name),
             name_at: namespace.len() as u32 + 1,
-            uid: "".into(),
+            meta: Meta::default(),
             node_name: None,
             scheduler_name: None,
             phase: PodPhase::Pending,
@@ -293,13 +226,10 @@ impl PodView {
             kube_qos: KubeQoSClass::BestEffort,
             priority_class: PriorityClass::Batch,
             priority: PriorityClass::Batch.default_priority(),
-            creation_timestamp: None,
             deletion_timestamp: None,
             owner: None,
             requests: ResourceVector::EMPTY,
             limits: ResourceVector::EMPTY,
-            labels: StringMap::default(),
-            annotations: StringMap::default(),
         }
     }
 
@@ -323,9 +253,9 @@ impl PodView {
         &self.key
     }
 
-    /// `metadata.uid` (empty if the object had none).
-    pub fn uid(&self) -> &str {
-        &self.uid
+    /// The pod's identity: namespace, name and UID.
+    pub fn pod_ref(&self) -> PodRef {
+        PodRef::new(self.namespace(), self.name(), self.uid())
     }
 
     /// `spec.nodeName`, `None` while unscheduled.
@@ -385,11 +315,6 @@ impl PodView {
         self.priority
     }
 
-    /// `metadata.creationTimestamp`.
-    pub fn creation_timestamp(&self) -> Option<Timestamp> {
-        self.creation_timestamp
-    }
-
     /// `metadata.deletionTimestamp`.
     pub fn deletion_timestamp(&self) -> Option<Timestamp> {
         self.deletion_timestamp
@@ -427,26 +352,6 @@ impl PodView {
         &self.limits
     }
 
-    /// `metadata.labels`.
-    pub fn labels(&self) -> &StringMap {
-        &self.labels
-    }
-
-    /// The value of label `key`.
-    pub fn label(&self, key: &str) -> Option<&str> {
-        self.labels.get(key)
-    }
-
-    /// `metadata.annotations`, without `last-applied-configuration`.
-    pub fn annotations(&self) -> &StringMap {
-        &self.annotations
-    }
-
-    /// The value of annotation `key`.
-    pub fn annotation(&self, key: &str) -> Option<&str> {
-        self.annotations.get(key)
-    }
-
     /// Binds (or with `None`, unbinds) the pod; for simulators and the
     /// scheduler's assumed state.
     pub fn set_node_name(&mut self, node: Option<&str>) {
@@ -461,7 +366,7 @@ impl PodView {
     /// Sets `metadata.uid`.
     #[must_use]
     pub fn with_uid(mut self, uid: &str) -> PodView {
-        self.uid = uid.into();
+        self.meta.uid = uid.into();
         self
     }
 
@@ -525,7 +430,7 @@ impl PodView {
     /// Sets the creation timestamp.
     #[must_use]
     pub fn with_creation_timestamp(mut self, at: Timestamp) -> PodView {
-        self.creation_timestamp = Some(at);
+        self.meta.creation_timestamp = Some(at);
         self
     }
 
@@ -546,15 +451,21 @@ impl PodView {
     /// Replaces the labels.
     #[must_use]
     pub fn with_labels(mut self, labels: StringMap) -> PodView {
-        self.labels = labels;
+        self.meta.labels = labels;
         self
     }
 
     /// Replaces the annotations.
     #[must_use]
     pub fn with_annotations(mut self, annotations: StringMap) -> PodView {
-        self.annotations = annotations;
+        self.meta.annotations = annotations;
         self
+    }
+}
+
+impl HasMeta for PodView {
+    fn meta(&self) -> &Meta {
+        &self.meta
     }
 }
 
@@ -981,15 +892,6 @@ spec:
 "#);
         let err = PodView::from_pod(&q).unwrap_err().to_string();
         assert!(err.contains("spec.overhead") && err.contains("lots"), "{err}");
-    }
-
-    #[test]
-    fn string_map_lookup() {
-        let m: StringMap = [("b", "2"), ("a", "1"), ("b", "3")].into_iter().collect();
-        assert_eq!(m.get("a"), Some("1"));
-        assert_eq!(m.get("b"), Some("3"));
-        assert_eq!(m.get("c"), None);
-        assert_eq!(m.iter().map(|(k, _)| k).collect::<Vec<_>>(), ["a", "b"]);
     }
 
     #[test]

@@ -552,6 +552,14 @@ impl ExactSizeIterator for SlotOrder {}
 /// A resource list as a fixed array: `cpu` in milli-cores, everything else
 /// in integral units, plus which resources are present.
 ///
+/// The general form every component computes with (requests, limits,
+/// allocatable, free): every resource kolo knows has a fixed slot, and a
+/// missing resource differs from a zero one, as Kubernetes' lists do.
+/// [`CompactVector`](crate::compact_vector::CompactVector) is the same value
+/// stored small for the many per-pod entries of usage reports;
+/// [`CpuMem`](crate::CpuMem) is just the two numbers, always present, for
+/// formulas that only ever read cpu and memory.
+///
 /// Arithmetic saturates at the `i64` bounds instead of wrapping, so a
 /// pathological input can distort a number but never flip its sign.
 /// Set operations follow Kubernetes' `quotav1` helpers exactly (spec §0.1);

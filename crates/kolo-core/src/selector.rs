@@ -147,7 +147,7 @@ impl LabelMap for std::collections::BTreeMap<String, String> {
     }
 }
 
-impl LabelMap for crate::pod::StringMap {
+impl LabelMap for crate::meta::StringMap {
     fn label(&self, key: &str) -> Option<&str> {
         self.get(key)
     }

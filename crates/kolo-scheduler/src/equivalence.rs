@@ -38,6 +38,7 @@ use kolo_core::clock::Timestamp;
 
 use crate::framework::{NodeVerdict, PodInfo};
 use crate::search::Failure;
+use kolo_core::HasMeta;
 
 /// How many pod shapes the cache keeps results for at once: enough for a
 /// few workloads whose replicas are interleaved in the queue, and for the

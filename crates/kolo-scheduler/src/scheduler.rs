@@ -49,6 +49,7 @@ pub use crate::report::{CycleReport, ExplainLevel, NodeReport, Outcome};
 pub use crate::search::{
     MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND, MIN_FEASIBLE_NODES_TO_FIND, num_feasible_nodes_to_find,
 };
+use kolo_core::HasMeta;
 
 /// Why a cluster object was refused; the last good state is kept.
 #[derive(Debug, thiserror::Error)]

@@ -18,15 +18,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
+use kolo_agent::agent_pod::AgentPod;
 use kolo_agent::cgroup::{CgroupDir, CgroupDriver, CgroupVersion, PodPaths, Resource, Value};
-use kolo_agent::pod_ref::PodRef;
-use kolo_agent::predictor::CpuMem;
 use kolo_agent::qos::{
     BeGroupState, EvictionHistory, Features, NodeState, PlannedWrite, PodState, PodStateError,
     Probe, QosLoop, RoundPlan, Strategy, cpu_evict, cpu_suppress, default_strategies, memory_evict,
 };
 use kolo_api::crd::{NodeMetricSpec, NodeSLOSpec};
 use kolo_api::kube_qos::KubeQoSClass;
+use kolo_core::CpuMem;
 use kolo_core::clock::Timestamp;
 use kolo_core::cpuset::CpuSet;
 use kolo_core::pod::PodView;
@@ -85,17 +85,14 @@ impl AgentSide {
         paths: &PodPaths,
         now: Timestamp,
     ) -> AgentSide {
-        let cpus = u32::try_from((node.capacity.0 / 1000).max(1)).unwrap_or(1);
+        let cpus = u32::try_from((node.capacity.cpu / 1000).max(1)).unwrap_or(1);
         let mut allocatable = *node.view.allocatable();
         node.extended.apply_to(&mut allocatable);
         let state = NodeState {
             now,
-            capacity: CpuMem::new(node.capacity.0, node.capacity.1),
+            capacity: node.capacity,
             allocatable,
-            reserved: CpuMem::new(
-                node.capacity.0 - node.allocatable.0,
-                node.capacity.1 - node.allocatable.1,
-            ),
+            reserved: node.capacity - node.allocatable,
             usage: CpuMem::default(),
             be_cpus: CpuSet::from_range(0, cpus - 1),
             cpu_cores: node.cores.clone(),
@@ -158,7 +155,7 @@ pub fn report_due(node: &SimNode, t: f64, default_seconds: u64) -> Option<u64> {
 /// writes to container cgroups would be dropped (only the BE QoS group's
 /// cap is modelled).
 pub fn pod_state(bound: &Pod, view: &PodView, paths: &PodPaths) -> Result<PodState, PodStateError> {
-    PodState::pod_level(PodRef::from_view(view, bound), bound, paths, None)
+    PodState::pod_level(AgentPod::from_view(view, bound), bound, paths, None)
 }
 
 /// Reads the pods started since the node's last step into its agent's

@@ -45,6 +45,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::jiff::SignedDuration;
 use kolo_agent::qos::{PodStateError, Probe};
+use kolo_core::CpuMem;
 use kolo_core::clock::Timestamp;
 use kolo_core::node::NodeView;
 use kolo_core::usage_report::NodeUsageReport;
@@ -112,21 +113,21 @@ pub struct RunResult {
 }
 
 /// Sizes of a node group's nodes.
-fn node_resources(g: &crate::scenario::NodeGroup) -> ((i64, i64), (i64, i64)) {
+fn node_resources(g: &crate::scenario::NodeGroup) -> (CpuMem, CpuMem) {
     let cpu = i64::from(g.cpu) * 1000;
     let memory = (g.memory_gib * GIB) as i64;
     let alloc_cpu = (cpu - (g.reserved_cpu * 1000.0).round() as i64).max(0);
     let alloc_memory = (memory - (g.reserved_memory_gib * GIB).round() as i64).max(0);
-    ((cpu, memory), (alloc_cpu, alloc_memory))
+    (CpuMem::new(cpu, memory), CpuMem::new(alloc_cpu, alloc_memory))
 }
 
 /// The cluster's totals, for the workload generator.
 pub fn cluster_size(scenario: &Scenario) -> ClusterSize {
     let (mut cap, mut alloc) = (0.0, 0.0);
     for g in &scenario.cluster.node_groups {
-        let ((c, _), (a, _)) = node_resources(g);
-        cap += g.count as f64 * c as f64;
-        alloc += g.count as f64 * a as f64;
+        let (c, a) = node_resources(g);
+        cap += g.count as f64 * c.cpu as f64;
+        alloc += g.count as f64 * a.cpu as f64;
     }
     ClusterSize { cpu_capacity: cap, cpu_allocatable: alloc }
 }
@@ -751,8 +752,8 @@ impl<'a> Run<'a> {
         let (mut cap, mut mem_cap, mut mem) = (0.0, 0.0, 0.0);
         for (n, o) in nodes.iter().zip(&outcome.nodes) {
             let s = &o.step;
-            cap += n.capacity.0 as f64;
-            mem_cap += n.capacity.1 as f64;
+            cap += n.capacity.cpu as f64;
+            mem_cap += n.capacity.memory as f64;
             mem += s.memory;
             r.system_cpu += s.system;
             r.ls_cpu += s.ls;
@@ -789,7 +790,7 @@ impl<'a> Run<'a> {
     fn finish(self, nodes: &[SimNode], steps: Vec<StepRecord>) -> RunResult {
         let dt = self.scenario.step_seconds as f64;
         let utilization: Vec<f64> = steps.iter().map(|s| s.cpu_utilization).collect();
-        let cap: f64 = nodes.iter().map(|n| n.capacity.0 as f64 / 1000.0).sum();
+        let cap: f64 = nodes.iter().map(|n| n.capacity.cpu as f64 / 1000.0).sum();
         let mean = |f: &dyn Fn(&StepRecord) -> f64| {
             if steps.is_empty() {
                 0.0

@@ -185,7 +185,7 @@ mod tests {
     use super::*;
 
     fn node() -> SimNode {
-        let capacity = (8000, 1 << 34);
+        let capacity = kolo_core::CpuMem::new(8000, 1 << 34);
         let object = objects::node_object(
             "n",
             &BTreeMap::new(),

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Pod;
 
 use kolo_api::crd::{NodeMetricSpec, NodeSLOSpec};
+use kolo_core::CpuMem;
 use kolo_core::node::NodeView;
 use kolo_core::pod::PodView;
 use kolo_manager::noderesource::ExtendedResources;
@@ -124,9 +125,9 @@ pub struct SimNode {
     /// Labels.
     pub labels: BTreeMap<String, String>,
     /// Capacity: CPU milli, memory bytes.
-    pub capacity: (i64, i64),
+    pub capacity: CpuMem,
     /// Allocatable (without co-location resources).
-    pub allocatable: (i64, i64),
+    pub allocatable: CpuMem,
     /// CPU topology: cpu → (socket, core).
     pub cores: BTreeMap<u32, (u32, u32)>,
     /// The node as the components read it.
@@ -200,8 +201,8 @@ impl SimNode {
     pub fn new(
         name: String,
         labels: BTreeMap<String, String>,
-        capacity: (i64, i64),
-        allocatable: (i64, i64),
+        capacity: CpuMem,
+        allocatable: CpuMem,
         cores: BTreeMap<u32, (u32, u32)>,
         view: NodeView,
         system: (f64, f64),
@@ -271,7 +272,7 @@ impl SimNode {
             }
         }
         let cpu = NodeCpu {
-            capacity: self.capacity.0 as f64,
+            capacity: self.capacity.cpu as f64,
             system: self.system_cpu,
             be_cap: self.be_cap,
             isolation: s.isolation,
@@ -337,7 +338,7 @@ impl SimNode {
     /// pods have the highest `oom_score_adj`), until the rest fits. Returns
     /// the memory left in use.
     fn oom_kill(&mut self, mut memory: f64) -> f64 {
-        let capacity = self.capacity.1 as f64;
+        let capacity = self.capacity.memory as f64;
         while memory > capacity {
             let victim = self
                 .pods
@@ -376,8 +377,8 @@ mod tests {
         SimNode::new(
             "n".into(),
             BTreeMap::new(),
-            (cpu, memory),
-            (cpu, memory),
+            CpuMem::new(cpu, memory),
+            CpuMem::new(cpu, memory),
             BTreeMap::new(),
             NodeView::new("n"),
             (0.0, 0.0),

@@ -12,6 +12,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::SignedDuration;
 use kolo_api::{PriorityClass, names};
+use kolo_core::CpuMem;
 use kolo_core::clock::Timestamp;
 use kolo_core::compact_vector::CompactVector;
 use kolo_core::pod::{PodPhase, PodView};
@@ -40,8 +41,8 @@ fn quantity(s: String) -> Quantity {
 pub fn node_object(
     name: &str,
     labels: &BTreeMap<String, String>,
-    capacity: (i64, i64),
-    allocatable: (i64, i64),
+    capacity: CpuMem,
+    allocatable: CpuMem,
     extended: &ExtendedResources,
     created: Timestamp,
 ) -> Node {
@@ -52,8 +53,8 @@ pub fn node_object(
             ("pods".to_string(), quantity("250".to_string())),
         ])
     };
-    let mut alloc = list(allocatable.0, allocatable.1);
-    let mut cap = list(capacity.0, capacity.1);
+    let mut alloc = list(allocatable.cpu, allocatable.memory);
+    let mut cap = list(capacity.cpu, capacity.memory);
     for r in kolo_manager::noderesource::ColocationResource::ALL {
         if let Some(v) = extended.get(r) {
             alloc.insert(r.name().to_string(), quantity(r.quantity(v)));
@@ -174,8 +175,8 @@ pub fn bound_info(pending: &PodInfo, node: &str) -> PodInfo {
 
 /// CPU cores and memory bytes as a report states them: milli-cores and
 /// bytes, rounded (what reading the agent's quantities gives).
-pub fn reported_amounts(cpu_cores: f64, memory_bytes: f64) -> (i64, i64) {
-    ((cpu_cores * 1000.0).round() as i64, memory_bytes.round() as i64)
+pub fn reported_amounts(cpu_cores: f64, memory_bytes: f64) -> CpuMem {
+    CpuMem::new((cpu_cores * 1000.0).round() as i64, memory_bytes.round() as i64)
 }
 
 /// One pod's entry of a usage report (window averages).
@@ -216,7 +217,7 @@ pub fn fill_usage_report<'p>(
     now: Timestamp,
 ) {
     let vector = |(cpu, memory): (f64, f64)| {
-        let (cpu, memory) = reported_amounts(cpu, memory);
+        let CpuMem { cpu, memory } = reported_amounts(cpu, memory);
         ResourceVector::cpu_memory(cpu, memory)
     };
     // Every field, so that a field added to the report is not left stale.
@@ -248,7 +249,7 @@ pub fn fill_usage_report<'p>(
     for p in pods {
         let key = p.view.shared_key();
         let priority = Some(if p.batch { PriorityClass::Batch } else { PriorityClass::Prod });
-        let (cpu, memory) = reported_amounts(p.cpu, p.memory);
+        let CpuMem { cpu, memory } = reported_amounts(p.cpu, p.memory);
         let usage = CompactVector::cpu_memory(cpu, memory);
         match reported.get_mut(listed) {
             Some(entry) => {
@@ -453,7 +454,14 @@ mod tests {
             assert_eq!(v.requests().get(cpu), Some(2000), "{class:?}");
         }
         let ext = ExtendedResources { batch_cpu: Some(5000), ..ExtendedResources::NONE };
-        let n = node_object("n", &BTreeMap::new(), (8000, 1 << 34), (7000, 1 << 33), &ext, now);
+        let n = node_object(
+            "n",
+            &BTreeMap::new(),
+            CpuMem::new(8000, 1 << 34),
+            CpuMem::new(7000, 1 << 33),
+            &ext,
+            now,
+        );
         let v = NodeView::from_node(&n).unwrap();
         assert_eq!(v.allocatable().get(ResourceName::BatchCpu), Some(5000));
         assert_eq!(v.allocatable().get(ResourceName::Cpu), Some(7000));

@@ -50,6 +50,7 @@ use kolo_core::snapshot::{Snapshot, SnapshotError};
 
 use crate::scenario::{FixedLsPod, NodeGroup, Scenario};
 use crate::workload::GIB;
+use kolo_core::HasMeta;
 
 /// CPU request, milli-cores, of a snapshot pod that requests none: a small
 /// amount, what a sidecar-sized container typically asks for.

@@ -24,6 +24,7 @@ use std::time::Duration;
 use kolo_agent::nodemetric::{COLD_START_RATIO, DEFAULT_AGGREGATE_DURATIONS};
 use kolo_agent::store::percentile_index;
 use kolo_api::crd::{AggregationType, parse_go_duration};
+use kolo_core::CpuMem;
 use kolo_core::resources::ResourceVector;
 use kolo_core::usage_report::AggregatedNodeUsage;
 
@@ -95,7 +96,8 @@ impl UsageHistory {
             for (i, (statistic, _)) in STATISTICS.iter().enumerate() {
                 let usage = match (cpu, memory) {
                     (Some(c), Some(m)) => {
-                        let (cpu, memory) = reported_amounts(f64::from(c[i]), f64::from(m[i]));
+                        let CpuMem { cpu, memory } =
+                            reported_amounts(f64::from(c[i]), f64::from(m[i]));
                         ResourceVector::cpu_memory(cpu, memory)
                     }
                     _ => ResourceVector::EMPTY,

@@ -61,7 +61,7 @@ fn node_specs() -> Vec<(&'static str, BTreeMap<String, String>, i64)> {
 }
 
 fn node_object(name: &str, labels: &BTreeMap<String, String>, cores: i64) -> Node {
-    let resources = (cores * 1000, cores * 4 * GIB);
+    let resources = kolo_core::CpuMem::new(cores * 1000, cores * 4 * GIB);
     objects::node_object(name, labels, resources, resources, &ExtendedResources::NONE, start())
 }
 
@@ -253,7 +253,7 @@ impl Simulated {
         for (object, (name, labels, _)) in nodes.iter().zip(specs) {
             let view = NodeView::from_node(object).unwrap();
             let resources = view.capacity();
-            let resources = (resources.cpu(), resources.memory());
+            let resources = kolo_core::CpuMem::new(resources.cpu(), resources.memory());
             let mut node = SimNode::new(
                 name.into(),
                 labels,

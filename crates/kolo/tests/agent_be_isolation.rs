@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use kolo_agent::PodRef;
+use kolo_agent::AgentPod;
 use kolo_agent::cgroup::Subsystem;
 use kolo_agent::kernel::{self, FairScheduler};
 use kolo_agent::sandbox::{TestCgroups, pods_file, skip, test_uid};
@@ -27,7 +27,7 @@ fn be_cpu(s: &TestCgroups) -> (String, String) {
 /// (`cpu.idle`, `cpu.shares`) are `want` or 15 s pass; returns them then.
 fn run_agent_until(
     s: &mut TestCgroups,
-    pods: &[PodRef],
+    pods: &[AgentPod],
     node_slo: &str,
     want: (&str, &str),
 ) -> (String, String) {
@@ -68,7 +68,7 @@ fn be_priority_follows_sched_idle_and_the_kernel() {
     if sandbox.read(Subsystem::Cpu, BE, "cpu.idle").is_err() {
         return skip(test, "the kernel has no cpu.idle (Linux < 5.15)");
     }
-    let pods: Vec<PodRef> = [
+    let pods: Vec<AgentPod> = [
         (1, QoSClass::BE, KubeQoSClass::BestEffort, "batch"),
         (2, QoSClass::LS, KubeQoSClass::Burstable, "web"),
     ]

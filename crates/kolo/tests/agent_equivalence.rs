@@ -19,9 +19,9 @@ use k8s_openapi::api::core::v1::Pod;
 use kolo_agent::agent::be_group_state;
 use kolo_agent::cgroup::{CgroupVersion, Cgroups, LayoutConfig};
 use kolo_agent::evict::{EvictError, Evictor};
-use kolo_agent::predictor::CpuMem;
 use kolo_agent::qos::{NodeState, PodState, Probe, QosLoop, RoundPlan};
 use kolo_api::crd::NodeSLOSpec;
+use kolo_core::CpuMem;
 use kolo_core::clock::Timestamp;
 use kolo_core::node::NodeView;
 use kolo_core::pod::PodView;
@@ -33,7 +33,7 @@ use kolo_sim::objects::{self, BATCH_NAMESPACE, LS_NAMESPACE, PodClass};
 
 const GIB: i64 = 1 << 30;
 const CPUS: u32 = 8;
-const CAPACITY: (i64, i64) = (CPUS as i64 * 1000, 32 * GIB);
+const CAPACITY: CpuMem = CpuMem::new(CPUS as i64 * 1000, 32 * GIB);
 const SYSTEM: (f64, f64) = (500.0, GIB as f64);
 
 /// Pods: id → (class, CPU request milli, memory request).
@@ -249,8 +249,8 @@ fn collected(node: &RealNode, sim: &SimNode, step: &Step) -> NodeState {
     let template = &sim.agent.as_ref().unwrap().state;
     NodeState {
         now: at(step.t),
-        capacity: CpuMem::new(CAPACITY.0, CAPACITY.1),
-        allocatable: ResourceVector::cpu_memory(CAPACITY.0, CAPACITY.1),
+        capacity: CAPACITY,
+        allocatable: ResourceVector::cpu_memory(CAPACITY.cpu, CAPACITY.memory),
         reserved: CpuMem::default(),
         usage: CpuMem::new(cpu.round() as i64, memory.round() as i64),
         be_cpus: kolo_core::cpuset::CpuSet::from_range(0, CPUS - 1),

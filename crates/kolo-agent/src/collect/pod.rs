@@ -14,11 +14,11 @@ use std::sync::Arc;
 use kolo_api::kube_qos::KubeQoSClass;
 use kolo_core::clock::Timestamp;
 
+use crate::agent_pod::AgentPod;
 use crate::cgroup::reader::{self, OpenFile, ReadBuf};
 use crate::cgroup::{
     CgroupDir, CgroupError, CgroupVersion, Cgroups, ContainerId, MemoryStat, Resource,
 };
-use crate::pod_ref::PodRef;
 use crate::sample::{ContainerSample, PodSample, PsiSample};
 
 /// One container's pressure.
@@ -187,7 +187,7 @@ impl PodCollector {
     /// the containers also seen before. Terminated pods, pods whose cgroup
     /// does not exist (yet, or any more) and first sightings give no
     /// sample.
-    pub fn collect(&mut self, pods: &[PodRef], now: Timestamp) -> Vec<PodSample> {
+    pub fn collect(&mut self, pods: &[AgentPod], now: Timestamp) -> Vec<PodSample> {
         self.round += 1;
         self.errors.clear();
         let round = self.round;
@@ -197,10 +197,10 @@ impl PodCollector {
         let PodCollector { cgroups, pods: states, buf, errors, budget, .. } = self;
         let mut out = Vec::with_capacity(pods.len());
         for pod in pods.iter().filter(|p| !p.terminated) {
-            let known = states.get(&pod.uid).is_some_and(|s| s.qos == pod.kube_qos);
+            let known = states.get(&pod.id.uid).is_some_and(|s| s.qos == pod.kube_qos);
             if !known {
                 let files = cgroups
-                    .pod_dir(pod.kube_qos, &pod.uid)
+                    .pod_dir(pod.kube_qos, &pod.id.uid)
                     .map_err(CgroupError::from)
                     .and_then(|dir| Files::new(cgroups, dir));
                 let files = files.map_err(|e| errors.push(e)).ok();
@@ -211,11 +211,11 @@ impl PodCollector {
                     containers: Vec::new(),
                     seen: round,
                 };
-                if let Some(old) = states.insert(pod.uid.clone(), state) {
+                if let Some(old) = states.insert(pod.id.uid.clone(), state) {
                     budget.open -= old.open_count();
                 }
             }
-            let Some(state) = states.get_mut(&pod.uid) else { continue };
+            let Some(state) = states.get_mut(&pod.id.uid) else { continue };
             state.seen = round;
             let Some(files) = &mut state.files else { continue };
             let Some(reading) = read(buf, version, files, budget, errors) else {
@@ -292,7 +292,7 @@ impl PodCollector {
             if let Some(cpu_cores) = cpu {
                 out.push(PodSample {
                     at: now,
-                    uid: pod.uid.clone(),
+                    uid: pod.id.uid.clone(),
                     cpu_cores,
                     memory_bytes: reading.memory.usage(),
                     memory_with_cache_bytes: reading.memory.usage_with_page_cache(),
@@ -314,14 +314,14 @@ impl PodCollector {
     /// [`PodCollector::collect`] (spec §1.2: every 10 s). Empty where the
     /// kernel has no per-cgroup PSI files (cgroup v1 without the Anolis
     /// extension; logged once).
-    pub fn collect_psi(&mut self, pods: &[PodRef], now: Timestamp) -> Vec<PodPsi> {
+    pub fn collect_psi(&mut self, pods: &[AgentPod], now: Timestamp) -> Vec<PodPsi> {
         let cgroups = &self.cgroups;
         if !cgroups.is_supported(Resource::CpuPressure) {
             return Vec::new();
         }
         let mut out = Vec::new();
         for pod in pods {
-            let Some(state) = self.pods.get(&pod.uid) else { continue };
+            let Some(state) = self.pods.get(&pod.id.uid) else { continue };
             let Some(files) = &state.files else { continue };
             let psi = match cgroups.psi_with(&mut self.buf, &files.dir) {
                 Ok(psi) => psi,
@@ -349,7 +349,7 @@ impl PodCollector {
                     Err(e) => self.errors.push(e),
                 }
             }
-            out.push(PodPsi { at: now, uid: pod.uid.clone(), psi, containers });
+            out.push(PodPsi { at: now, uid: pod.id.uid.clone(), psi, containers });
         }
         out
     }
@@ -465,21 +465,23 @@ fn rate(last: &mut Option<Last>, cpu_ns: u64, at_ns: i128) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent_pod::ContainerRef;
     use crate::cgroup::CgroupDriver;
     use crate::cgroup::tree_tests::{Tree, UID};
-    use crate::pod_ref::ContainerRef;
     use kolo_api::{PriorityClass, QoSClass};
     use kolo_core::resources::ResourceVector;
 
-    pub(crate) fn pod_ref(
+    pub(crate) fn agent_pod(
         uid: &str,
         qos: KubeQoSClass,
         containers: &[(&str, Option<&str>)],
-    ) -> PodRef {
-        PodRef {
-            uid: uid.to_string(),
-            namespace: "default".into(),
-            name: format!("pod-{}", &uid[..uid.len().min(8)]),
+    ) -> AgentPod {
+        AgentPod {
+            id: kolo_core::PodRef {
+                namespace: "default".into(),
+                name: format!("pod-{}", &uid[..uid.len().min(8)]),
+                uid: uid.to_string(),
+            },
             kube_qos: qos,
             qos: QoSClass::LS,
             priority_class: PriorityClass::Prod,
@@ -532,7 +534,7 @@ mod tests {
         let (tree, pod, ctrs) = v1_tree();
         let cg = Arc::new(tree.cgroups());
         let mut col = PodCollector::new(cg).with_container_memory_every(1);
-        let pods = [pod_ref(
+        let pods = [agent_pod(
             UID,
             KubeQoSClass::Burstable,
             &[("a", Some("containerd://aaa")), ("b", Some("containerd://bbb"))],
@@ -570,7 +572,7 @@ mod tests {
     fn container_memory_is_refreshed_every_n_rounds_and_pod_memory_every_round() {
         let (tree, pod, ctrs) = v1_tree();
         let mut col = PodCollector::new(Arc::new(tree.cgroups())).with_container_memory_every(3);
-        let pods = [pod_ref(UID, KubeQoSClass::Burstable, &[("a", Some("containerd://aaa"))])];
+        let pods = [agent_pod(UID, KubeQoSClass::Burstable, &[("a", Some("containerd://aaa"))])];
         let memory = |col: &mut PodCollector, at: f64| {
             let s = col.collect(&pods, t(at));
             (s[0].memory_bytes >> 20, s[0].containers[0].memory_bytes >> 20)
@@ -590,7 +592,7 @@ mod tests {
     #[test]
     fn descriptor_budget_is_respected_and_results_do_not_depend_on_it() {
         let (tree, pod, ctrs) = v1_tree();
-        let pods = [pod_ref(
+        let pods = [agent_pod(
             UID,
             KubeQoSClass::Burstable,
             &[("a", Some("containerd://aaa")), ("b", Some("containerd://bbb"))],
@@ -630,7 +632,7 @@ mod tests {
         };
         set(&pod, 1_000_000, 8 << 20);
         set(&ctr, 1_000_000, 8 << 20);
-        let pods = [pod_ref(UID, KubeQoSClass::Guaranteed, &[("app", Some("containerd://abc"))])];
+        let pods = [agent_pod(UID, KubeQoSClass::Guaranteed, &[("app", Some("containerd://abc"))])];
         let mut col = PodCollector::new(cg);
         assert!(col.collect(&pods, t(0.0)).is_empty());
         set(&pod, 1_500_000, 9 << 20);
@@ -651,7 +653,7 @@ mod tests {
         set_v1(&tree, &ctrs[0], 0, 1);
         set_v1(&tree, &ctrs[1], 0, 1);
         // Container b not created yet (no ID).
-        let mut pods = vec![pod_ref(
+        let mut pods = vec![agent_pod(
             UID,
             KubeQoSClass::Burstable,
             &[("a", Some("containerd://aaa")), ("b", None)],
@@ -685,7 +687,7 @@ mod tests {
     fn missing_cgroups_counter_resets_and_garbage() {
         let (tree, pod, _) = v1_tree();
         let mut col = PodCollector::new(Arc::new(tree.cgroups()));
-        let pods = [pod_ref(UID, KubeQoSClass::Burstable, &[])];
+        let pods = [agent_pod(UID, KubeQoSClass::Burstable, &[])];
         // Not created yet: nothing, no error.
         assert!(col.collect(&pods, t(0.0)).is_empty());
         assert!(col.errors().is_empty());
@@ -713,8 +715,8 @@ mod tests {
         set_v1(&tree, &pod, 0, 1);
         let mut col = PodCollector::new(Arc::new(tree.cgroups()));
         let pods = [
-            pod_ref("../../../../etc", KubeQoSClass::Burstable, &[]),
-            pod_ref(
+            agent_pod("../../../../etc", KubeQoSClass::Burstable, &[]),
+            agent_pod(
                 UID,
                 KubeQoSClass::Burstable,
                 &[("x", Some("containerd://../../../etc")), ("y", Some("kata://abc"))],
@@ -736,7 +738,7 @@ mod tests {
         let (tree, pod, _) = v1_tree();
         set_v1(&tree, &pod, 0, 1);
         let mut col = PodCollector::new(Arc::new(tree.cgroups()));
-        let pods = [pod_ref(UID, KubeQoSClass::Burstable, &[])];
+        let pods = [agent_pod(UID, KubeQoSClass::Burstable, &[])];
         col.collect(&pods, t(0.0));
         assert!(col.collect_psi(&pods, t(0.0)).is_empty());
 
@@ -753,7 +755,7 @@ mod tests {
         tree.file(&pod, "cpu.stat", "usage_usec 1\n");
         tree.file(&pod, "memory.stat", &v2_stat(1, 1));
         let mut col = PodCollector::new(Arc::new(tree.cgroups()));
-        let pods = [pod_ref(UID, KubeQoSClass::BestEffort, &[])];
+        let pods = [agent_pod(UID, KubeQoSClass::BestEffort, &[])];
         col.collect(&pods, t(0.0));
         let psi = col.collect_psi(&pods, t(0.0));
         assert_eq!(psi.len(), 1);

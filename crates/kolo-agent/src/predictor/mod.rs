@@ -19,51 +19,10 @@ mod server;
 use std::time::Duration;
 
 use kolo_api::PriorityClass;
+use kolo_core::CpuMem;
 
 pub use model::Model;
 pub use server::{PredictServer, RestoreReport, TrainingReport, TrainingSamples, training_samples};
-
-/// A CPU and memory amount: CPU in milli-cores, memory in bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
-pub struct CpuMem {
-    /// CPU, milli-cores.
-    pub cpu_milli: i64,
-    /// Memory, bytes.
-    pub memory_bytes: i64,
-}
-
-impl CpuMem {
-    /// A new amount.
-    pub const fn new(cpu_milli: i64, memory_bytes: i64) -> Self {
-        CpuMem { cpu_milli, memory_bytes }
-    }
-
-    /// Both parts added (saturating).
-    pub fn saturating_add(self, other: CpuMem) -> CpuMem {
-        CpuMem::new(
-            self.cpu_milli.saturating_add(other.cpu_milli),
-            self.memory_bytes.saturating_add(other.memory_bytes),
-        )
-    }
-
-    /// `max(self − other, 0)` per part.
-    pub fn sub_non_negative(self, other: CpuMem) -> CpuMem {
-        CpuMem::new(
-            self.cpu_milli.saturating_sub(other.cpu_milli).max(0),
-            self.memory_bytes.saturating_sub(other.memory_bytes).max(0),
-        )
-    }
-
-    /// The smaller amount per part.
-    pub fn min(self, other: CpuMem) -> CpuMem {
-        CpuMem::new(self.cpu_milli.min(other.cpu_milli), self.memory_bytes.min(other.memory_bytes))
-    }
-
-    /// The larger amount per part.
-    pub fn max(self, other: CpuMem) -> CpuMem {
-        CpuMem::new(self.cpu_milli.max(other.cpu_milli), self.memory_bytes.max(other.memory_bytes))
-    }
-}
 
 /// What a model predicts: percentiles of its histograms (the reference's
 /// `GetPrediction`). CPU as `int(cores × 1000)`, memory as `int(bytes)`.
@@ -203,15 +162,5 @@ mod tests {
             assert_eq!(NodeItem::from_uid(&item.uid()), Some(item));
         }
         assert_eq!(NodeItem::from_uid("0d4c6a9e-3b1f-4c1e-9d55-1f2e3a4b5c6d"), None);
-    }
-
-    #[test]
-    fn cpu_mem_arithmetic() {
-        let a = CpuMem::new(100, 5);
-        let b = CpuMem::new(30, 9);
-        assert_eq!(a.saturating_add(b), CpuMem::new(130, 14));
-        assert_eq!(a.sub_non_negative(b), CpuMem::new(70, 0));
-        assert_eq!(a.min(b), CpuMem::new(30, 5));
-        assert_eq!(a.max(b), CpuMem::new(100, 9));
     }
 }

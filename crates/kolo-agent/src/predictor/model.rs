@@ -3,7 +3,9 @@
 use kolo_core::clock::Timestamp;
 
 use super::histogram::{DecayingHistogram, HistogramOptions};
-use super::{CpuMem, Prediction, PredictorConfig};
+use kolo_core::CpuMem;
+
+use super::{Prediction, PredictorConfig};
 
 /// A CPU histogram (cores) and a memory histogram (bytes).
 #[derive(Debug, Clone, PartialEq)]

@@ -33,8 +33,10 @@ use kolo_api::PriorityClass;
 use kolo_core::clock::Timestamp;
 use kolo_core::resources::ResourceVector;
 
-use super::{CpuMem, NodeItem, Predictions};
-use crate::PodRef;
+use kolo_core::CpuMem;
+
+use super::{NodeItem, Predictions};
+use crate::AgentPod;
 
 /// Settings of the prodReclaimable predictors (spec §4.1 defaults).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,19 +97,19 @@ pub fn is_prod_reclaimable(class: PriorityClass) -> bool {
     matches!(class, PriorityClass::Prod | PriorityClass::None)
 }
 
-fn requests(pod: &PodRef) -> CpuMem {
+fn requests(pod: &AgentPod) -> CpuMem {
     CpuMem::new(pod.requests.cpu(), pod.requests.memory())
 }
 
 /// `int(v × ratio)`, as the reference's `MultiplyMilliQuant` / `MultiplyQuant`.
 fn scale(v: CpuMem, ratio: f64) -> CpuMem {
-    CpuMem::new((v.cpu_milli as f64 * ratio) as i64, (v.memory_bytes as f64 * ratio) as i64)
+    CpuMem::new((v.cpu as f64 * ratio) as i64, (v.memory as f64 * ratio) as i64)
 }
 
 /// Computes prodReclaimable and prodPeak for `pods` on a node with
 /// `allocatable` (CPU milli, memory bytes). See the module documentation.
 pub fn prod_reclaimable<'a>(
-    pods: impl IntoIterator<Item = &'a PodRef>,
+    pods: impl IntoIterator<Item = &'a AgentPod>,
     allocatable: &ResourceVector,
     predictions: &dyn Predictions,
     config: &ReclaimConfig,
@@ -123,7 +125,7 @@ pub fn prod_reclaimable<'a>(
     let mut reclaim_request = CpuMem::default();
     let mut missing = Vec::new();
     for pod in pods {
-        if !is_prod_reclaimable(pod.priority_class) || !seen.insert(pod.uid.as_str()) {
+        if !is_prod_reclaimable(pod.priority_class) || !seen.insert(pod.id.uid.as_str()) {
             continue;
         }
         let request = requests(pod);
@@ -131,31 +133,31 @@ pub fn prod_reclaimable<'a>(
         // being deleted is on its way out (the reference skips it too).
         let gone = pod.terminated || pod.deleting;
         if !gone {
-            reclaim_request = reclaim_request.saturating_add(request);
+            reclaim_request += request;
         }
         // Pod-based.
         let cold = pod
             .created
             .is_some_and(|created| now.duration_since(created).as_secs_f64() <= cold_start_secs);
         if cold {
-            unpredicted = unpredicted.saturating_add(request);
+            unpredicted += request;
             continue;
         }
         if gone {
             continue;
         }
-        let Some(prediction) = predictions.pod(&pod.uid) else {
-            unpredicted = unpredicted.saturating_add(request);
-            missing.push(pod.uid.clone());
+        let Some(prediction) = predictions.pod(&pod.id.uid) else {
+            unpredicted += request;
+            missing.push(pod.id.uid.clone());
             continue;
         };
-        let peak = scale(CpuMem::new(prediction.p95.cpu_milli, prediction.p98.memory_bytes), ratio);
-        unreclaimable = unreclaimable.saturating_add(peak);
-        reclaimable = reclaimable.saturating_add(request.sub_non_negative(peak));
+        let peak = scale(CpuMem::new(prediction.p95.cpu, prediction.p98.memory), ratio);
+        unreclaimable += peak;
+        reclaimable += request.sub_non_negative(peak);
     }
     let by_pods = PredictorOutcome {
         reclaimable: allocatable.sub_non_negative(unreclaimable).min(reclaimable),
-        peak: unreclaimable.saturating_add(unpredicted),
+        peak: unreclaimable + unpredicted,
     };
 
     let item = |item: NodeItem| {
@@ -163,11 +165,11 @@ pub fn prod_reclaimable<'a>(
     };
     let mut sum = {
         let sys = item(NodeItem::System)?;
-        CpuMem::new(sys.p95.cpu_milli, sys.p98.memory_bytes)
+        CpuMem::new(sys.p95.cpu, sys.p98.memory)
     };
     for class in NodeItem::PRIORITY_CLASSES.into_iter().filter(|c| is_prod_reclaimable(*c)) {
         let p = item(NodeItem::Priority(class))?;
-        sum = sum.saturating_add(CpuMem::new(p.p95.cpu_milli, p.p98.memory_bytes));
+        sum += CpuMem::new(p.p95.cpu, p.p98.memory);
     }
     let priority_peak = scale(sum, ratio);
     let by_priority = PredictorOutcome {
@@ -202,11 +204,9 @@ mod tests {
         "2026-01-02T00:00:00Z".parse().unwrap()
     }
 
-    fn pod(uid: &str, class: PriorityClass, cpu: i64, mem: i64, age_h: i64) -> PodRef {
-        PodRef {
-            uid: uid.into(),
-            namespace: "ns".into(),
-            name: uid.into(),
+    fn pod(uid: &str, class: PriorityClass, cpu: i64, mem: i64, age_h: i64) -> AgentPod {
+        AgentPod {
+            id: kolo_core::PodRef { namespace: "ns".into(), name: uid.into(), uid: uid.into() },
             kube_qos: KubeQoSClass::Burstable,
             qos: QoSClass::LS,
             priority_class: class,

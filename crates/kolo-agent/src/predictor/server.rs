@@ -9,7 +9,7 @@ use kolo_core::clock::Timestamp;
 use super::checkpoint::{Checkpoint, ModelCheckpoint};
 use super::histogram::{DecayingHistogram, HistogramOptions};
 use super::{Model, NodeItem, Prediction, Predictions, PredictorConfig};
-use crate::PodRef;
+use crate::AgentPod;
 use crate::store::{Entity, Metric, MetricStore};
 
 /// One training round's samples, before they go into the models.
@@ -43,7 +43,7 @@ fn priority_index(class: PriorityClass) -> usize {
 /// system model a zero (it is skipped).
 pub fn training_samples(
     store: &MetricStore,
-    pods: &[PodRef],
+    pods: &[AgentPod],
     window: std::time::Duration,
     now: Timestamp,
     scratch: &mut Vec<f32>,
@@ -55,12 +55,12 @@ pub fn training_samples(
     let mut out = TrainingSamples::default();
     let (mut all_cpu, mut all_mem) = (0.0, 0.0);
     for pod in pods {
-        let entity = Entity::Pod(&pod.uid);
+        let entity = Entity::Pod(&pod.id.uid);
         let (Some(cpu), Some(mem)) = (p90(entity, Metric::Cpu), p90(entity, Metric::Memory)) else {
             out.skipped_pods += 1;
             continue;
         };
-        out.pods.push((pod.uid.clone(), cpu, mem));
+        out.pods.push((pod.id.uid.clone(), cpu, mem));
         let slot = &mut out.priorities[priority_index(pod.priority_class)];
         slot.0 += cpu;
         slot.1 += mem;
@@ -145,7 +145,7 @@ impl PredictServer {
     pub fn train(
         &mut self,
         store: &MetricStore,
-        pods: &[PodRef],
+        pods: &[AgentPod],
         now: Timestamp,
         scratch: &mut Vec<f32>,
     ) -> TrainingReport {
@@ -333,11 +333,9 @@ mod tests {
         Timestamp::from_second(1_767_225_600 + secs).unwrap()
     }
 
-    pub(crate) fn pod_ref(uid: &str, class: PriorityClass) -> PodRef {
-        PodRef {
-            uid: uid.into(),
-            namespace: "ns".into(),
-            name: uid.into(),
+    pub(crate) fn agent_pod(uid: &str, class: PriorityClass) -> AgentPod {
+        AgentPod {
+            id: kolo_core::PodRef { namespace: "ns".into(), name: uid.into(), uid: uid.into() },
             kube_qos: KubeQoSClass::Burstable,
             qos: QoSClass::LS,
             priority_class: class,
@@ -380,9 +378,9 @@ mod tests {
             record(&mut store, t, 10.0, &[("a", a, 1 << 30), ("b", 1.0, 2 << 30)]);
         }
         let pods = [
-            pod_ref("a", PriorityClass::Prod),
-            pod_ref("b", PriorityClass::Batch),
-            pod_ref("gone", PriorityClass::Prod),
+            agent_pod("a", PriorityClass::Prod),
+            agent_pod("b", PriorityClass::Batch),
+            agent_pod("gone", PriorityClass::Prod),
         ];
         let s = training_samples(&store, &pods, Duration::from_secs(60), at(119), &mut Vec::new());
         // 61 values 0.0..=6.0: index int(61 × 0.9) − 1 = 53 → 5.3.
@@ -407,7 +405,7 @@ mod tests {
     fn train_gc_and_predictions() {
         let mut store = MetricStore::default();
         let mut server = PredictServer::new(PredictorConfig::default());
-        let pods = [pod_ref("a", PriorityClass::Prod)];
+        let pods = [agent_pod("a", PriorityClass::Prod)];
         assert!(server.training_due(at(0)));
         for t in 0..60 {
             record(&mut store, t, 2.0, &[("a", 1.0, 100 << 20)]);
@@ -420,18 +418,15 @@ mod tests {
         let p = server.pod("a").unwrap();
         let o = HistogramOptions::cpu();
         let cpu_end = (o.bucket_start(o.find_bucket(1.0) + 1) * 1000.0) as i64;
-        assert_eq!(p.p95.cpu_milli, cpu_end);
-        assert_eq!(p.max.cpu_milli, cpu_end);
+        assert_eq!(p.p95.cpu, cpu_end);
+        assert_eq!(p.max.cpu, cpu_end);
         let m = HistogramOptions::memory();
-        assert_eq!(
-            p.p98.memory_bytes,
-            m.bucket_start(m.find_bucket((100u64 << 20) as f64) + 1) as i64
-        );
+        assert_eq!(p.p98.memory, m.bucket_start(m.find_bucket((100u64 << 20) as f64) + 1) as i64);
         assert!(server.item(NodeItem::System).is_some());
         // A class without pods is fed zeros: its percentiles are the end of
         // the first bucket (25m, 5 MiB), as in the reference.
         let mid = server.item(NodeItem::Priority(PriorityClass::Mid)).unwrap();
-        assert_eq!(mid.max, crate::predictor::CpuMem::new(25, 5 << 20));
+        assert_eq!(mid.max, kolo_core::CpuMem::new(25, 5 << 20));
         // GC: nothing after 30 min, everything after 30 min + 1 s.
         assert_eq!(server.gc(at(59 + 1800)), 0);
         assert_eq!(server.gc(at(59 + 1801)), 8);

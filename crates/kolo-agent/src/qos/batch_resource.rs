@@ -152,7 +152,7 @@ impl Strategy for BatchResource {
             if !pod.is_be() || pod.pod.terminated || !has_batch(pod) {
                 continue;
             }
-            let key = pod.pod.key();
+            let key = pod.pod.id.key();
             let requests: Vec<i64> = pod
                 .containers
                 .iter()

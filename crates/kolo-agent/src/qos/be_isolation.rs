@@ -148,7 +148,7 @@ fn be_sched_idle(slo: &NodeSLOSpec, f: Features) -> SchedIdle {
 }
 
 fn pod_and_containers(pod: &PodState) -> impl Iterator<Item = (&CgroupDir, String)> {
-    let key = pod.pod.key();
+    let key = pod.pod.id.key();
     std::iter::once((&pod.dir, format!("pod {key}"))).chain(
         pod.containers.iter().filter_map(move |c| {
             c.dir.as_ref().map(|d| (d, format!("container {key}/{}", c.name)))
@@ -245,7 +245,7 @@ impl BeIsolation {
             if class_cpu_qos(slo, qos).and_then(|c| c.enable) != Some(true) {
                 continue;
             }
-            let key = p.pod.key();
+            let key = p.pod.id.key();
             if f.cpu_idle {
                 plan.write(
                     NAME,

@@ -86,19 +86,19 @@ pub enum Operation {
 /// The share pool's usage ratio (see the module docs); `None` without node
 /// usage.
 pub fn pool_ratio(node: &NodeState) -> Option<f64> {
-    if node.usage.cpu_milli <= 0 || node.capacity.cpu_milli <= 0 {
+    if node.usage.cpu <= 0 || node.capacity.cpu <= 0 {
         return None;
     }
     let exclusive = |p: &&PodState| matches!(p.pod.qos, QoSClass::LSR | QoSClass::LSE);
-    let total = node.capacity.cpu_milli
+    let total = node.capacity.cpu
         - node.pods.iter().filter(exclusive).map(|p| p.pod.requests.cpu()).sum::<i64>();
     let outside = node
         .pods
         .iter()
         .filter(|p| exclusive(p) || p.is_be())
-        .filter_map(|p| p.usage.map(|u| u.cpu_milli))
+        .filter_map(|p| p.usage.map(|u| u.cpu))
         .sum::<i64>();
-    let usage = node.usage.cpu_milli - outside;
+    let usage = node.usage.cpu - outside;
     Some(if total <= 0 { 1.0 } else { usage as f64 / total as f64 })
 }
 
@@ -192,7 +192,7 @@ impl Strategy for CfsQuotaBurst {
             let threshold =
                 cfg.share_pool_threshold_percent.unwrap_or(DEFAULT_SHARE_POOL_THRESHOLD_PERCENT);
             let pool = pool_state(ratio, threshold);
-            let key = pod.pod.key();
+            let key = pod.pod.id.key();
             let mut pod_delta = 0i64;
             for c in &pod.containers {
                 let base = base_quota(c.limits.cpu());
@@ -251,9 +251,9 @@ mod tests {
 
     use super::*;
     use crate::cgroup::Value;
-    use crate::predictor::CpuMem;
     use crate::qos::CfsState;
     use crate::qos::testing_a::*;
+    use kolo_core::CpuMem;
 
     fn slo(policy: Option<&str>) -> NodeSLOSpec {
         NodeSLOSpec {

@@ -102,7 +102,7 @@ impl Strategy for CpuBurst {
                 continue;
             }
             let percent = cfg.cpu_burst_percent.unwrap_or(DEFAULT_CPU_BURST_PERCENT);
-            let key = pod.pod.key();
+            let key = pod.pod.id.key();
             let mut total = 0i64;
             for c in &pod.containers {
                 let limit = c.limits.cpu();
@@ -265,13 +265,13 @@ mod tests {
         p.annotations
             .insert(annotation::CPU_BURST.to_string(), r#"{"cpuBurstPercent":10}"#.to_string());
         let mut off = web();
-        off.pod.name = "off".to_string();
+        off.pod.id.name = "off".to_string();
         off.dir = dir("kubepods/burstable/podoff");
         off.containers.iter_mut().for_each(|c| c.dir = None);
         off.annotations
             .insert(annotation::CPU_BURST.to_string(), r#"{"policy":"none"}"#.to_string());
         let mut bad = web();
-        bad.pod.name = "bad".to_string();
+        bad.pod.id.name = "bad".to_string();
         bad.dir = dir("kubepods/burstable/podbad");
         bad.containers.iter_mut().for_each(|c| c.dir = None);
         bad.annotations.insert(annotation::CPU_BURST.to_string(), "{not json".to_string());

@@ -71,7 +71,7 @@ pub fn batch_request(pod: &PodState) -> i64 {
 }
 
 fn cpu_used(pod: &PodState) -> i64 {
-    pod.usage.map_or(0, |u| u.cpu_milli.max(0))
+    pod.usage.map_or(0, |u| u.cpu.max(0))
 }
 
 /// The BE cgroup's real limit by cpuset and quota, milli.
@@ -145,7 +145,7 @@ pub fn order(a: &PodState, b: &PodState) -> Ordering {
         .unwrap_or(0)
         .cmp(&b.priority.unwrap_or(0))
         .then_with(|| ratio(b).total_cmp(&ratio(a)))
-        .then_with(|| a.pod.key().cmp(&b.pod.key()))
+        .then_with(|| a.pod.id.key().cmp(&b.pod.id.key()))
 }
 
 /// Whether BE usage is high over `cpuEvictTimeWindowSeconds` too.
@@ -430,7 +430,7 @@ mod tests {
         let mut idle = squeezed();
         for p in &mut idle.pods {
             if let Some(u) = p.usage.as_mut() {
-                u.cpu_milli = 100;
+                u.cpu = 100;
             }
         }
         assert!(run(&idle, configured()).is_empty(), "BE pods do not use their limit");
@@ -457,10 +457,10 @@ mod tests {
         n.be.cpuset = Some(CpuSet::from_range(0, 1)); // L = 2000, s = 20% → release 4000
         for p in &mut n.pods {
             if let Some(u) = p.usage.as_mut() {
-                u.cpu_milli = 200;
+                u.cpu = 200;
             }
         }
-        n.pods[5].usage.as_mut().unwrap().cpu_milli = 900; // highest ratio
+        n.pods[5].usage.as_mut().unwrap().cpu = 900; // highest ratio
         n.pods[7].priority = Some(-1); // lowest priority
         n.pods[2].priority = Some(10);
         assert_eq!(run(&n, configured()), ["default/be7", "default/be5", "default/be0"]);

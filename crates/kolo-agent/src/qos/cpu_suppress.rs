@@ -97,14 +97,14 @@ pub fn budget(node: &NodeState, threshold: i64, min: Option<i64>) -> Budget {
     let mut pods_used: i64 = 0;
     let mut non_be: i64 = 0;
     for p in &node.pods {
-        let used = p.usage.map_or(0, |u| u.cpu_milli.max(0));
+        let used = p.usage.map_or(0, |u| u.cpu.max(0));
         pods_used = pods_used.saturating_add(used);
         if !p.is_be() && p.pod.kube_qos != KubeQoSClass::BestEffort {
             non_be = non_be.saturating_add(used);
         }
     }
-    let system = node.usage.cpu_milli.saturating_sub(pods_used).max(0).max(node.reserved.cpu_milli);
-    let capacity = node.capacity.cpu_milli.max(0);
+    let system = node.usage.cpu.saturating_sub(pods_used).max(0).max(node.reserved.cpu);
+    let capacity = node.capacity.cpu.max(0);
     let mut suppress =
         percent_of(capacity, percent(threshold)).saturating_sub(non_be).saturating_sub(system);
     if let Some(min) = min {
@@ -297,18 +297,15 @@ fn by_cpuset(node: &NodeState, b: Budget, plan: &mut Plan) {
     if available == 0 {
         return;
     }
-    let processors = if node.cpu_cores.is_empty() {
-        ceil_cpus(node.capacity.cpu_milli)
-    } else {
-        node.cpu_cores.len()
-    };
+    let processors =
+        if node.cpu_cores.is_empty() { ceil_cpus(node.capacity.cpu) } else { node.cpu_cores.len() };
     let current = node.be.cpuset.as_ref().filter(|c| c.is_subset(&usable));
     let n = target_cpus(
         b.suppress,
         current.map(CpuSet::len),
         available,
         processors,
-        dead_band(node.capacity.cpu_milli),
+        dead_band(node.capacity.cpu),
     );
     if current.is_none_or(|c| c.len() != n) {
         let set = pools(node).place(n, &node.cpu_cores);
@@ -325,7 +322,7 @@ fn by_cpuset(node: &NodeState, b: Budget, plan: &mut Plan) {
 }
 
 fn by_quota(node: &NodeState, b: Budget, plan: &mut Plan) {
-    if let Some(quota) = target_quota(b.suppress, node.be.cfs_quota_us, node.capacity.cpu_milli) {
+    if let Some(quota) = target_quota(b.suppress, node.be.cfs_quota_us, node.capacity.cpu) {
         plan.write(
             NAME,
             CgroupWrite::int(&node.be_dir, Resource::CpuCfsQuota, quota),
@@ -390,7 +387,7 @@ mod tests {
     /// core: budget 16 × 0.65 − 6 − 1 = 3.4 cores.
     fn spec_node() -> NodeState {
         let mut n = node(16_000, 64 << 30);
-        n.usage.cpu_milli = 9_000;
+        n.usage.cpu = 9_000;
         n.pods = vec![ls_pod("ls1", 4_000, 0), ls_pod("ls2", 2_000, 0), be_pod("be", 2_000, 0)];
         n
     }
@@ -418,11 +415,11 @@ mod tests {
         );
         // Reserved above the measured system usage wins.
         let mut r = spec_node();
-        r.reserved.cpu_milli = 2_000;
+        r.reserved.cpu = 2_000;
         assert_eq!(budget(&r, 65, None).suppress, 2_400);
         // Pods using more than the node: system 0 (then reserved 0).
         let mut over = spec_node();
-        over.usage.cpu_milli = 1_000;
+        over.usage.cpu = 1_000;
         assert_eq!(
             budget(&over, 65, None),
             Budget { suppress: 4_400, non_be: 6_000, system: 0, threshold: 65 }
@@ -437,7 +434,7 @@ mod tests {
         let mut p = ls_pod("ls-in-be", 1_000, 0);
         p.pod.kube_qos = KubeQoSClass::BestEffort;
         kbe.pods.push(p);
-        kbe.usage.cpu_milli = 10_000;
+        kbe.usage.cpu = 10_000;
         assert_eq!(budget(&kbe, 65, None).non_be, 6_000);
     }
 
@@ -661,7 +658,7 @@ mod tests {
                 let high = (round % 2 == 0) == start_high;
                 let ls = if high { 5_400 - 320 } else { 5_400 + 320 };
                 n.pods = vec![ls_pod("ls", ls, 0), be_pod("be", 1_000, 0)];
-                n.usage.cpu_milli = ls + 1_000 + 1_000; // system 1 core
+                n.usage.cpu = ls + 1_000 + 1_000; // system 1 core
                 let plan = run(&n, enabled());
                 writes_per_round.push(plan.writes.len());
                 // Act: the BE dir now holds what was written.
@@ -701,8 +698,8 @@ mod tests {
         n.be.cfs_quota_us = Some(-1);
         assert!(run(&n, enabled()).writes.is_empty(), "3.4 cores on 4 CPUs");
         // LS drops by 3 cores: budget 6.4 > 4 + 0.48 → grow to 6 (step ≤ +2).
-        n.pods[0].usage = Some(crate::predictor::CpuMem::new(1_000, 0));
-        n.usage.cpu_milli = 6_000;
+        n.pods[0].usage = Some(kolo_core::CpuMem::new(1_000, 0));
+        n.usage.cpu = 6_000;
         let plan = run(&n, enabled());
         assert_eq!(written(&plan, Resource::CpusetCpus)[0].1, "0-5");
     }

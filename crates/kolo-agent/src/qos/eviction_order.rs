@@ -174,7 +174,7 @@ mod tests {
             n.pods.push(p);
         }
         let names: Vec<_> =
-            candidates(&n, &["memoryEvict"]).iter().map(|p| p.pod.name.clone()).collect();
+            candidates(&n, &["memoryEvict"]).iter().map(|p| p.pod.id.name.clone()).collect();
         assert_eq!(names, ["be"]);
     }
 
@@ -182,7 +182,7 @@ mod tests {
     fn pick_stops_at_need_and_cap() {
         let pods: Vec<PodState> = (0..5).map(|i| be_pod(&format!("p{i}"), 0, 10)).collect();
         let sorted: Vec<&PodState> = pods.iter().collect();
-        let mem = |p: &PodState| p.usage.map_or(0, |u| u.memory_bytes);
+        let mem = |p: &PodState| p.usage.map_or(0, |u| u.memory);
         // need 25 → 3 pods (10 + 10 + 10).
         let (picks, released) = pick(&sorted, 25, mem);
         assert_eq!((picks.len(), released), (3, 30));
@@ -201,8 +201,8 @@ mod tests {
         let empty = be_pod("empty", 0, 0);
         let a = be_pod("a", 0, 10);
         let sorted = vec![&deleting, &empty, &a];
-        let (picks, released) = pick(&sorted, 15, |p| p.usage.map_or(0, |u| u.memory_bytes));
-        assert_eq!(picks.iter().map(|p| p.pod.pod.name.as_str()).collect::<Vec<_>>(), ["a"]);
+        let (picks, released) = pick(&sorted, 15, |p| p.usage.map_or(0, |u| u.memory));
+        assert_eq!(picks.iter().map(|p| p.pod.pod.id.name.as_str()).collect::<Vec<_>>(), ["a"]);
         assert_eq!(released, 20);
     }
 

@@ -14,11 +14,11 @@ use super::{
     BeGroupState, CfsState, ContainerState, EvictionHistory, Features, NodeState, PodState,
     default_strategies, plan_all,
 };
+use crate::agent_pod::{AgentPod, ContainerRef};
 use crate::cgroup::{
     CgroupDir, CgroupDriver, CgroupVersion, ContainerId, PodPaths, Resource, Value,
 };
-use crate::pod_ref::{ContainerRef, PodRef};
-use crate::predictor::CpuMem;
+use kolo_core::CpuMem;
 
 /// The kubelet's CFS quota for a CPU limit (µs per 100 ms).
 fn base_quota(limit_milli: i64) -> i64 {
@@ -61,10 +61,8 @@ fn node(pods: Vec<(usize, i64, i64, i64)>, usage: i64) -> NodeState {
                 limits = requests;
             }
             PodState {
-                pod: PodRef {
-                    uid,
-                    namespace: "ns".into(),
-                    name: format!("pod-{i}"),
+                pod: AgentPod {
+                    id: kolo_core::PodRef { namespace: "ns".into(), name: format!("pod-{i}"), uid },
                     kube_qos,
                     qos,
                     priority_class: if qos == QoSClass::BE {
@@ -164,7 +162,7 @@ proptest! {
         };
         let plan = plan_all(&default_strategies(), &node, &slo);
         for e in &plan.evictions {
-            let pod = node.pods.iter().find(|p| p.pod.uid == e.uid).expect("evicts a known pod");
+            let pod = node.pods.iter().find(|p| p.pod.id.uid == e.uid).expect("evicts a known pod");
             prop_assert!(pod.is_be(), "{} evicted {} ({:?}): {}", e.strategy, e.pod, pod.pod.qos, e.reason);
         }
         for w in &plan.writes {

@@ -41,7 +41,7 @@ pub struct MemoryEvict;
 /// What a pod releases when evicted: its last memory usage, bytes (0 when
 /// unknown).
 pub fn released_bytes(pod: &PodState) -> i64 {
-    pod.usage.map_or(0, |u| u.memory_bytes.max(0))
+    pod.usage.map_or(0, |u| u.memory.max(0))
 }
 
 /// The eviction order: lower `spec.priority` first (unset counts as 0, the
@@ -53,8 +53,8 @@ pub fn order(a: &PodState, b: &PodState) -> Ordering {
         .unwrap_or(0)
         .cmp(&b.priority.unwrap_or(0))
         .then_with(|| released_bytes(b).cmp(&released_bytes(a)))
-        .then_with(|| b.pod.name.cmp(&a.pod.name))
-        .then_with(|| b.pod.namespace.cmp(&a.pod.namespace))
+        .then_with(|| b.pod.id.name.cmp(&a.pod.id.name))
+        .then_with(|| b.pod.id.namespace.cmp(&a.pod.id.namespace))
 }
 
 /// Bytes to release: `None` below the threshold or with an invalid
@@ -84,8 +84,8 @@ impl Strategy for MemoryEvict {
         let threshold =
             percent(t.memory_evict_threshold_percent.unwrap_or(DEFAULT_THRESHOLD_PERCENT));
         let lower = percent(t.memory_evict_lower_percent.unwrap_or(threshold - 2));
-        let capacity = node.capacity.memory_bytes;
-        let used = node.usage.memory_bytes;
+        let capacity = node.capacity.memory;
+        let used = node.usage.memory;
         let Some((need, usage_pct)) = release_target(capacity, used, threshold, lower) else {
             return;
         };
@@ -155,7 +155,7 @@ mod tests {
     #[test]
     fn disabled_does_nothing() {
         let mut n = node(16_000, 64 * GIB);
-        n.usage.memory_bytes = 60 * GIB;
+        n.usage.memory = 60 * GIB;
         n.pods = vec![be_pod("be", 0, 10 * GIB)];
         assert!(run(&n, ResourceThresholdStrategy::default()).is_empty());
         assert!(
@@ -170,7 +170,7 @@ mod tests {
     #[test]
     fn releases_real_bytes_and_evicts_enough() {
         let mut n = node(16_000, 64 * GIB);
-        n.usage.memory_bytes = 48 * GIB; // 75% → release 4_810_363_371 bytes
+        n.usage.memory = 48 * GIB; // 75% → release 4_810_363_371 bytes
         n.pods = vec![
             ls_pod("ls", 0, 30 * GIB),
             be_pod("a", 0, 2 * GIB),
@@ -200,14 +200,14 @@ mod tests {
         let none_b = be_pod("b", 0, 0);
         let mut pods = [&high, &none_a, &small, &low, &none_b, &big];
         pods.sort_by(|a, b| order(a, b));
-        let names: Vec<_> = pods.iter().map(|p| p.pod.name.as_str()).collect();
+        let names: Vec<_> = pods.iter().map(|p| p.pod.id.name.as_str()).collect();
         assert_eq!(names, ["big", "small", "b", "a", "low", "high"]);
     }
 
     #[test]
     fn cool_down_and_cap() {
         let mut n = node(16_000, 100 * GIB);
-        n.usage.memory_bytes = 95 * GIB; // release 27 GiB: more than 3 pods give
+        n.usage.memory = 95 * GIB; // release 27 GiB: more than 3 pods give
         n.pods = (0..6).map(|i| be_pod(&format!("p{i}"), 0, GIB)).collect();
         let table = [
             (None, 3),
@@ -230,7 +230,7 @@ mod tests {
     #[test]
     fn respects_policy_annotation_and_thresholds() {
         let mut n = node(16_000, 100 * GIB);
-        n.usage.memory_bytes = 75 * GIB;
+        n.usage.memory = 75 * GIB;
         let mut refused = be_pod("refused", 0, 50 * GIB);
         refused.annotations.insert(
             kolo_api::names::annotation::EVICTION_POLICY.to_string(),

@@ -239,7 +239,7 @@ impl Strategy for MemoryQos {
             }
             let Some(p) = pod_percents(slo, pod) else { continue };
             let be = pod.is_be();
-            let key = pod.pod.key();
+            let key = pod.pod.id.key();
             let class = format!("{:?}", pod.pod.qos);
             let pod_req = if be {
                 pod.containers

@@ -23,9 +23,9 @@ use serde::Serialize;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as KubeQuantity;
 
+use crate::agent_pod::AgentPod;
 use crate::cgroup::{CgroupDir, CgroupVersion, CgroupWrite, ContainerId, PodPaths};
-use crate::pod_ref::PodRef;
-use crate::predictor::CpuMem;
+use kolo_core::CpuMem;
 
 /// What the kernel offers, per feature (detected by the cgroup layer).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
@@ -63,7 +63,7 @@ pub struct ContainerState {
 #[derive(Debug, Clone, PartialEq)]
 pub struct PodState {
     /// Identity, classes, requests.
-    pub pod: PodRef,
+    pub pod: AgentPod,
     /// `spec.priority`, if set.
     pub priority: Option<i32>,
     /// Labels (e.g. `koordinator.sh/eviction-enabled`).
@@ -92,15 +92,15 @@ impl PodState {
         usage: Option<CpuMem>,
         container_usage: &BTreeMap<String, CpuMem>,
     ) -> Result<PodState, PodStateError> {
-        let pod = PodRef::from_pod(object)
+        let pod = AgentPod::from_pod(object)
             .map_err(|e| PodStateError { field: "spec".into(), message: e.to_string() })?;
         PodState::with_ref(pod, object, paths, usage, container_usage)
     }
 
-    /// [`PodState::from_pod`] for a pod whose [`PodRef`] is already built
+    /// [`PodState::from_pod`] for a pod whose [`AgentPod`] is already built
     /// from `object` (the agent keeps both and parses each Pod once).
     pub fn with_ref(
-        pod: PodRef,
+        pod: AgentPod,
         object: &Pod,
         paths: &PodPaths,
         usage: Option<CpuMem>,
@@ -148,13 +148,13 @@ impl PodState {
     /// the containers (left empty), for a caller with no container cgroups
     /// (`kolo sim`'s node model, whose strategies read pod-level usage).
     pub fn pod_level(
-        pod: PodRef,
+        pod: AgentPod,
         object: &Pod,
         paths: &PodPaths,
         usage: Option<CpuMem>,
     ) -> Result<PodState, PodStateError> {
         let dir = paths
-            .pod_dir(pod.kube_qos, &pod.uid)
+            .pod_dir(pod.kube_qos, &pod.id.uid)
             .map_err(|e| PodStateError { field: "metadata.uid".into(), message: e.to_string() })?;
         let meta = &object.metadata;
         Ok(PodState {
@@ -322,12 +322,12 @@ impl Plan {
         reason: impl Into<String>,
         figures: Figures,
     ) {
-        if self.evictions.iter().any(|e| e.uid == pod.pod.uid) {
+        if self.evictions.iter().any(|e| e.uid == pod.pod.id.uid) {
             return;
         }
         self.evictions.push(PlannedEviction {
-            pod: pod.pod.key(),
-            uid: pod.pod.uid.clone(),
+            pod: pod.pod.id.key(),
+            uid: pod.pod.id.uid.clone(),
             strategy,
             reason: reason.into(),
             figures,
@@ -446,12 +446,13 @@ mod pod_state_tests {
         assert!(full.containers[0].dir.is_some(), "the container's cgroup is known");
         let view = PodView::from_pod(&object).unwrap();
         let level =
-            PodState::pod_level(PodRef::from_view(&view, &object), &object, &paths, usage).unwrap();
+            PodState::pod_level(AgentPod::from_view(&view, &object), &object, &paths, usage)
+                .unwrap();
         assert_eq!(level, PodState { containers: Vec::new(), ..full });
         // A UID that cannot be a path component is refused by both.
         let bad = pod("../../etc");
         let view = PodView::from_pod(&bad).unwrap();
-        let err = PodState::pod_level(PodRef::from_view(&view, &bad), &bad, &paths, None);
+        let err = PodState::pod_level(AgentPod::from_view(&view, &bad), &bad, &paths, None);
         assert_eq!(err.unwrap_err().field, "metadata.uid");
         let err = PodState::from_pod(&bad, &paths, None, &BTreeMap::new()).unwrap_err();
         assert_eq!(err.field, "metadata.uid");

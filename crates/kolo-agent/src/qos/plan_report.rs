@@ -80,10 +80,10 @@ impl EvictionReport {
 fn owner(node: &NodeState, dir: &CgroupDir) -> (Option<String>, Option<String>) {
     for p in &node.pods {
         if &p.dir == dir {
-            return (Some(p.pod.key()), None);
+            return (Some(p.pod.id.key()), None);
         }
         if let Some(c) = p.containers.iter().find(|c| c.dir.as_ref() == Some(dir)) {
-            return (Some(p.pod.key()), Some(c.name.clone()));
+            return (Some(p.pod.id.key()), Some(c.name.clone()));
         }
     }
     (None, None)

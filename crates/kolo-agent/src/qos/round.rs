@@ -300,7 +300,7 @@ mod tests {
     /// to release, from five BE pods of 5 GiB each.
     fn memory_pressure() -> (NodeState, NodeSLOSpec) {
         let mut n = node(16_000, 100 * GIB);
-        n.usage = crate::predictor::CpuMem::new(4_000, 90 * GIB);
+        n.usage = kolo_core::CpuMem::new(4_000, 90 * GIB);
         n.pods = (0..5).map(|i| be_pod(&format!("be{i}"), 100, 5 * GIB)).collect();
         n.pods.push(ls_pod("ls", 1_000, 60 * GIB));
         (n, slo(enabled()))
@@ -362,8 +362,8 @@ mod tests {
         let (mut n, _) = memory_pressure();
         // 16 cores, LS 12 cores, suppression at 65 % by quota: BE gets
         // nothing; from an unlimited quota that tightens.
-        n.usage.cpu_milli = 13_000;
-        n.pods[5].usage = Some(crate::predictor::CpuMem::new(12_000, 60 * GIB));
+        n.usage.cpu = 13_000;
+        n.pods[5].usage = Some(kolo_core::CpuMem::new(12_000, 60 * GIB));
         n.be = BeGroupState { cpuset: None, cfs_quota_us: Some(-1) };
         let t =
             ResourceThresholdStrategy { cpu_suppress_policy: Some("cfsQuota".into()), ..enabled() };
@@ -380,8 +380,8 @@ mod tests {
         }
         // Once the quota is tight, a fast round giving CPU back is dropped.
         n.be.cfs_quota_us = Some(10_000);
-        n.pods[5].usage = Some(crate::predictor::CpuMem::new(1_000, 60 * GIB));
-        n.usage.cpu_milli = 2_000;
+        n.pods[5].usage = Some(kolo_core::CpuMem::new(1_000, 60 * GIB));
+        n.usage.cpu = 2_000;
         let fast = q.round(&mut n.clone(), ts(1001), Probe::Fast);
         let be_dir = n.be_dir.clone();
         let quota = |p: &RoundPlan| {

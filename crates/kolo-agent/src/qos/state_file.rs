@@ -43,7 +43,7 @@ use super::{
     QosLoop, RoundPlan, default_strategies,
 };
 use crate::cgroup::{CgroupDir, CgroupDriver, CgroupVersion, PodPaths};
-use crate::predictor::CpuMem;
+use kolo_core::CpuMem;
 
 type ResourceList = BTreeMap<String, KubeQuantity>;
 
@@ -206,7 +206,7 @@ pub fn parse_state(text: &str, now: Timestamp) -> Result<PlanInput, StateFileErr
     let be_cpus = match &n.be_cpus {
         Some(s) => CpuSet::parse(s).map_err(|e| error("$.node.beCpus", e))?,
         None => {
-            let cpus = u32::try_from((capacity.cpu_milli / 1000).max(1)).unwrap_or(1);
+            let cpus = u32::try_from((capacity.cpu / 1000).max(1)).unwrap_or(1);
             CpuSet::from_range(0, cpus - 1)
         }
     };
@@ -232,7 +232,7 @@ pub fn parse_state(text: &str, now: Timestamp) -> Result<PlanInput, StateFileErr
             let cpu = ResourceList::from([("cpu".to_string(), w.cpu.clone())]);
             Some(BeUsageWindow {
                 window: Duration::from_secs(w.seconds),
-                avg_milli: cpu_mem("$.node.beUsageWindow.cpu", &cpu)?.cpu_milli,
+                avg_milli: cpu_mem("$.node.beUsageWindow.cpu", &cpu)?.cpu,
                 covered: Duration::from_secs(w.covered_seconds),
             })
         }
@@ -368,7 +368,7 @@ nodeSLO: {resourceUsedThresholdWithBE: {enable: true}}
         let n = &input.node;
         assert_eq!(n.now, "2026-11-23T10:00:00Z".parse::<Timestamp>().unwrap());
         assert_eq!(n.capacity, CpuMem::new(16_000, 64 << 30));
-        assert_eq!(n.usage.cpu_milli, 7000);
+        assert_eq!(n.usage.cpu, 7000);
         assert_eq!(n.be_cpus, CpuSet::from_range(0, 15), "default: every CPU of the capacity");
         assert_eq!(n.be.cfs_quota_us, Some(-1));
         assert!(n.features.cpu_idle && !n.features.cfs_burst);

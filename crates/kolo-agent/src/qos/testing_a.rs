@@ -13,9 +13,9 @@ use kolo_core::resources::{ResourceName, ResourceVector};
 use super::{
     BeGroupState, ContainerState, EvictionHistory, Features, NodeState, Plan, PodState, Strategy,
 };
+use crate::agent_pod::{AgentPod, ContainerRef};
 use crate::cgroup::{CgroupDir, CgroupVersion, Resource, Value};
-use crate::pod_ref::{ContainerRef, PodRef};
-use crate::predictor::CpuMem;
+use kolo_core::CpuMem;
 
 /// The BE QoS dir of the test nodes.
 pub(crate) const BE_DIR: &str = "kubepods/besteffort";
@@ -93,10 +93,12 @@ pub(crate) fn pod(name: &str, qos: QoSClass, containers: Vec<ContainerState>) ->
         })
         .collect();
     PodState {
-        pod: PodRef {
-            uid: format!("uid-{name}"),
-            namespace: "default".to_string(),
-            name: name.to_string(),
+        pod: AgentPod {
+            id: kolo_core::PodRef {
+                namespace: "default".to_string(),
+                name: name.to_string(),
+                uid: format!("uid-{name}"),
+            },
             kube_qos,
             qos,
             priority_class: PriorityClass::None,

@@ -12,9 +12,9 @@ use kolo_core::cpuset::CpuSet;
 use kolo_core::resources::{ResourceName, ResourceVector};
 
 use super::{BeGroupState, EvictionHistory, Features, NodeState, PodState};
+use crate::agent_pod::AgentPod;
 use crate::cgroup::{CgroupDir, CgroupVersion};
-use crate::pod_ref::PodRef;
-use crate::predictor::CpuMem;
+use kolo_core::CpuMem;
 
 /// A timestamp `secs` after the epoch.
 pub(crate) fn ts(secs: i64) -> Timestamp {
@@ -58,10 +58,8 @@ fn pod(name: &str, qos: QoSClass, kube_qos: KubeQoSClass, cpu_milli: i64, memory
     }
     .expect("valid pod dir");
     PodState {
-        pod: PodRef {
-            uid,
-            namespace: "default".to_string(),
-            name: name.to_string(),
+        pod: AgentPod {
+            id: kolo_core::PodRef { namespace: "default".to_string(), name: name.to_string(), uid },
             kube_qos,
             qos,
             priority_class: if qos == QoSClass::BE {
@@ -226,7 +224,8 @@ mod random_nodes {
                 s.plan(&n, &spec, &mut plan);
             }
             for e in &plan.evictions {
-                let pod = n.pods.iter().find(|p| p.pod.uid == e.uid).expect("evicts a known pod");
+                let pod =
+                    n.pods.iter().find(|p| p.pod.id.uid == e.uid).expect("evicts a known pod");
                 assert!(pod.is_be() && !pod.pod.deleting, "{e:?}");
             }
             for w in &plan.writes {

@@ -69,7 +69,7 @@ pub fn run(seconds: u64, out: &mut dyn Write) -> Result<(), BoxError> {
     for t in 0..=seconds {
         let report = agent.tick(Timestamp::now());
         let find = |name: &str| {
-            let uid = &agent.pods().iter().find(|p| p.name == name)?.uid;
+            let uid = &agent.pods().iter().find(|p| p.id.name == name)?.id.uid;
             agent.last_pod_samples().iter().find(|s| &s.uid == uid).cloned()
         };
         if let Some(node) = report.node {

@@ -38,7 +38,7 @@ pub fn round_step(
     let round = qos.round(node, now, probe);
     sink.write(&round, node, now);
     for e in &round.plan.evictions {
-        let Some(pod) = node.pods.iter().find(|p| p.pod.uid == e.uid) else { continue };
+        let Some(pod) = node.pods.iter().find(|p| p.pod.id.uid == e.uid) else { continue };
         let done = sink.evict(pod, e);
         qos.eviction_done(e, now, done);
     }

@@ -129,17 +129,17 @@ impl ApiEvictor {
 
 impl Evictor for ApiEvictor {
     fn evict(&mut self, pod: &PodState, reason: &str) -> Result<(), EvictError> {
-        let (namespace, name) = (&pod.pod.namespace, &pod.pod.name);
+        let (namespace, name) = (&pod.pod.id.namespace, &pod.pod.id.name);
         if !pod.is_be() {
             return Err(EvictError {
-                pod: pod.pod.key(),
+                pod: pod.pod.id.key(),
                 message: format!("refusing to evict a {:?} pod", pod.pod.qos),
             });
         }
-        tracing::warn!(pod = %pod.pod.key(), %reason, "evicting through the Eviction API");
+        tracing::warn!(pod = %pod.pod.id.key(), %reason, "evicting through the Eviction API");
         let result =
             self.runtime.block_on(evict(&self.client, namespace, name, &self.v1beta1_only));
         self.health.count("evict", &result);
-        result.map(drop).map_err(|e| EvictError { pod: pod.pod.key(), message: e.to_string() })
+        result.map(drop).map_err(|e| EvictError { pod: pod.pod.id.key(), message: e.to_string() })
     }
 }

@@ -11,7 +11,9 @@ use kube::{Api, Client};
 use tokio::runtime::Handle;
 
 use super::driver::Update;
-use super::report::{PodRef, Reports};
+use kolo_core::PodRef;
+
+use super::report::Reports;
 use crate::error::KubeError;
 use crate::health::Health;
 

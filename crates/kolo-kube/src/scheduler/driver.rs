@@ -22,7 +22,9 @@ use kube::{Client, ResourceExt};
 use tokio::runtime::Handle;
 
 use super::binder::KubeBinder;
-use super::report::{PodRef, Reports};
+use kolo_core::PodRef;
+
+use super::report::Reports;
 use super::watch::spawn_watchers;
 use crate::error::KubeError;
 use crate::health::Health;

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{ObjectReference, Pod};
 use k8s_openapi::jiff::Timestamp;
+use kolo_core::PodRef;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Api, Client};
@@ -12,33 +13,15 @@ use kube::{Api, Client};
 use crate::error::KubeError;
 use crate::health::Health;
 
-/// A pod as the reports name it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PodRef {
-    /// Namespace.
-    pub namespace: String,
-    /// Name.
-    pub name: String,
-    /// UID.
-    pub uid: String,
-}
-
-impl PodRef {
-    /// From a `namespace/name` key and a UID.
-    pub fn from_key(key: &str, uid: &str) -> PodRef {
-        let (namespace, name) = key.split_once('/').unwrap_or(("default", key));
-        PodRef { namespace: namespace.into(), name: name.into(), uid: uid.into() }
-    }
-
-    fn object_reference(&self) -> ObjectReference {
-        ObjectReference {
-            api_version: Some("v1".into()),
-            kind: Some("Pod".into()),
-            namespace: Some(self.namespace.clone()),
-            name: Some(self.name.clone()),
-            uid: Some(self.uid.clone()),
-            ..ObjectReference::default()
-        }
+/// The object an Event about `pod` is about.
+fn object_reference(pod: &PodRef) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Pod".into()),
+        namespace: Some(pod.namespace.clone()),
+        name: Some(pod.name.clone()),
+        uid: Some(pod.uid.clone()),
+        ..ObjectReference::default()
     }
 }
 
@@ -60,7 +43,7 @@ impl Reports {
 
     /// The `Scheduled` Event of a bound pod.
     pub async fn scheduled(&self, pod: &PodRef, node: &str) {
-        let note = format!("Successfully assigned {}/{} to {node}", pod.namespace, pod.name);
+        let note = format!("Successfully assigned {pod} to {node}");
         self.event(pod, EventType::Normal, "Scheduled", "Binding", note).await;
     }
 
@@ -86,8 +69,7 @@ impl Reports {
             api.patch_status(&pod.name, &PatchParams::default(), &Patch::Strategic(patch)).await;
         self.health.count("pod_condition", &result);
         if let Err(e) = result {
-            let e =
-                KubeError::api("patch status of", format!("Pod/{}/{}", pod.namespace, pod.name), e);
+            let e = KubeError::api("patch status of", format!("Pod/{pod}"), e);
             tracing::warn!(error = %e, "could not set the PodScheduled condition");
         }
     }
@@ -108,10 +90,10 @@ impl Reports {
             action: action.into(),
             secondary: None,
         };
-        let result = self.recorder.publish(&event, &pod.object_reference()).await;
+        let result = self.recorder.publish(&event, &object_reference(pod)).await;
         self.health.count("event", &result);
         if let Err(e) = result {
-            tracing::warn!(pod = %format!("{}/{}", pod.namespace, pod.name), reason, error = %e, "could not record Event");
+            tracing::warn!(pod = %pod, reason, error = %e, "could not record Event");
         }
     }
 }

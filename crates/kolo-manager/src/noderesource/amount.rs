@@ -2,7 +2,8 @@
 //! reference's rounding rules (Koordinator spec §0.1).
 //!
 //! The batch and mid formulas only ever look at `cpu` and `memory`, so a
-//! term is a [`CpuMem`]: CPU in milli-cores, memory in bytes, both `i64`.
+//! term is a [`CpuMem`] (kolo-core's): CPU in milli-cores, memory in bytes,
+//! both `i64`.
 //! A resource missing from a Kubernetes list counts as 0. That is exactly
 //! what the reference's `quotav1` helpers give here, because every input is
 //! non-negative once read (usages and requests are clamped at 0, see
@@ -12,74 +13,9 @@
 //! Arithmetic saturates at the `i64` bounds, so a pathological input can
 //! distort a number but never wrap it around to the opposite sign.
 
-use std::ops::{Add, AddAssign, Sub};
-
 use serde::Serialize;
 
-/// An amount of CPU (milli-cores) and memory (bytes).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
-pub struct CpuMem {
-    /// Milli-cores (`batch-cpu` / `mid-cpu` are published in this unit).
-    pub cpu: i64,
-    /// Bytes.
-    pub memory: i64,
-}
-
-impl CpuMem {
-    /// Zero CPU, zero memory.
-    pub const ZERO: CpuMem = CpuMem { cpu: 0, memory: 0 };
-
-    /// `cpu` milli-cores and `memory` bytes.
-    pub const fn new(cpu: i64, memory: i64) -> CpuMem {
-        CpuMem { cpu, memory }
-    }
-
-    /// Per resource, the larger amount (`quotav1.Max` on non-negative lists).
-    #[must_use]
-    pub fn max(self, other: CpuMem) -> CpuMem {
-        CpuMem { cpu: self.cpu.max(other.cpu), memory: self.memory.max(other.memory) }
-    }
-
-    /// Per resource, the smaller amount.
-    #[must_use]
-    pub fn min(self, other: CpuMem) -> CpuMem {
-        CpuMem { cpu: self.cpu.min(other.cpu), memory: self.memory.min(other.memory) }
-    }
-
-    /// Each amount clamped below at 0 (`quotav1.Max(x, zero)`).
-    #[must_use]
-    pub fn clamp_non_negative(self) -> CpuMem {
-        self.max(CpuMem::ZERO)
-    }
-}
-
-impl Add for CpuMem {
-    type Output = CpuMem;
-    /// Saturating per-resource sum.
-    fn add(self, rhs: CpuMem) -> CpuMem {
-        CpuMem {
-            cpu: self.cpu.saturating_add(rhs.cpu),
-            memory: self.memory.saturating_add(rhs.memory),
-        }
-    }
-}
-
-impl AddAssign for CpuMem {
-    fn add_assign(&mut self, rhs: CpuMem) {
-        *self = *self + rhs;
-    }
-}
-
-impl Sub for CpuMem {
-    type Output = CpuMem;
-    /// Saturating per-resource difference (may be negative).
-    fn sub(self, rhs: CpuMem) -> CpuMem {
-        CpuMem {
-            cpu: self.cpu.saturating_sub(rhs.cpu),
-            memory: self.memory.saturating_sub(rhs.memory),
-        }
-    }
-}
+pub use kolo_core::CpuMem;
 
 /// A percentage per resource (CPU, memory), as configured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
@@ -142,15 +78,5 @@ mod tests {
         assert_eq!(multiply_truncate(i64::MAX, 2.0), i64::MAX);
         assert_eq!(multiply_truncate(i64::MAX, -2.0), i64::MIN);
         assert_eq!(reserve_ratio(i64::MIN), (i64::MAX as f64) / 100.0);
-    }
-
-    #[test]
-    fn arithmetic_saturates() {
-        let big = CpuMem::new(i64::MAX, i64::MIN);
-        assert_eq!(big + CpuMem::new(1, -1), big);
-        assert_eq!(CpuMem::new(i64::MIN, 0) - CpuMem::new(1, 0), CpuMem::new(i64::MIN, 0));
-        assert_eq!(CpuMem::new(-5, 7).clamp_non_negative(), CpuMem::new(0, 7));
-        assert_eq!(CpuMem::new(1, 9).max(CpuMem::new(3, 2)), CpuMem::new(3, 9));
-        assert_eq!(CpuMem::new(1, 9).min(CpuMem::new(3, 2)), CpuMem::new(1, 2));
     }
 }

@@ -30,6 +30,7 @@ use kolo_core::usage_report::{NodeUsageReport, ReportPart};
 use serde::Deserialize;
 
 use super::amount::CpuMem;
+use kolo_core::HasMeta;
 
 /// A quantity of the NodeMetric that cannot be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -55,6 +55,7 @@ pub use self::patch::{ColocationResource, ExtendedResources};
 pub use self::update::{UpdateReason, significant_change, update_needed};
 use crate::config::ColocationStrategy;
 use crate::config::colocation::{ResolvedColocation, node_colocation_strategy};
+use kolo_core::HasMeta;
 
 /// A percentage per resource where one is set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]

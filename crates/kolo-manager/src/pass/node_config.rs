@@ -16,6 +16,7 @@ use crate::config::{ColocationStrategy, SloConfig};
 use crate::nodemetric::node_metric_spec;
 use crate::noderesource::node_strategy;
 use crate::nodeslo::render_node_slo;
+use kolo_core::HasMeta;
 
 /// A node's co-location settings.
 #[derive(Debug, Clone, PartialEq)]

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Container, Pod};
 use kolo_api::quantity::{parse_milli, parse_value};
+use kolo_core::HasMeta;
 use kolo_core::clock::Timestamp;
 use kolo_core::pod::{PodView, PodViewError};
 

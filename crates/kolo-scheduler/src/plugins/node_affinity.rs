@@ -13,6 +13,7 @@ use crate::framework::{
     default_normalize,
 };
 use crate::registry::PluginArgsError;
+use kolo_core::HasMeta;
 
 /// The plugin's registered name.
 pub const NAME: &str = "NodeAffinity";

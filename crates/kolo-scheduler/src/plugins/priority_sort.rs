@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use crate::framework::{ExtensionPoints, Plugin, PodInfo, QueueKey, QueueSort};
 use crate::registry::PluginArgsError;
+use kolo_core::HasMeta;
 
 /// The plugin's registered name.
 pub const NAME: &str = "PrioritySort";

@@ -21,6 +21,7 @@ use kolo_core::usage_report::{NodeUsageReport, ReportPart, UsageReadError};
 use super::config::LoadAwareConfig;
 use super::estimator::{EstimationAnnotationError, estimation_windows};
 use super::vector::LoadVector;
+use kolo_core::HasMeta;
 
 /// Report interval assumed when a NodeMetric does not state one.
 pub const DEFAULT_REPORT_INTERVAL: Duration = Duration::from_secs(60);

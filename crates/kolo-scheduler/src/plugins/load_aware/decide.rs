@@ -23,6 +23,7 @@ use super::config::{AggregatedThresholds, LoadAwareConfig};
 use super::custom_thresholds::{CustomThresholdsError, parse_custom_thresholds};
 use super::estimator::{RawAllocatableError, estimate_node};
 use super::vector::LoadVector;
+use kolo_core::HasMeta;
 
 /// A node annotation the profile could not use.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

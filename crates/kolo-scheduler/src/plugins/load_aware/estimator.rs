@@ -15,6 +15,7 @@ use kolo_core::pod::PodView;
 use kolo_core::resources::{ResourceName, ResourceVector};
 
 use super::args::LoadAwareSchedulingArgs;
+use kolo_core::HasMeta;
 
 /// Estimate of a zero cpu (or batch-cpu) request, in milli-cores; not scaled.
 pub const DEFAULT_MILLI_CPU_REQUEST: i64 = 250;

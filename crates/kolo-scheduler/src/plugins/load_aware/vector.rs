@@ -26,6 +26,14 @@ pub const MAX_RESOURCES: usize = 8;
 /// Amounts in [`ResourceLayout`] order: cpu in milli-cores, everything else
 /// in integral units (`batch-cpu` / `mid-cpu` are milli-cores held as
 /// integers, spec §0.1). Slots past the layout's length are always 0.
+///
+/// LoadAwareScheduling's own working vector (per-node usage, estimates,
+/// thresholds), not a general resource list: its slots are the few
+/// resources the plugin's arguments name, and a missing resource is just 0,
+/// so it needs no presence mask and is 64 bytes against the 200 of a
+/// [`ResourceVector`] (every known resource, missing ≠ 0, `quotav1`
+/// semantics); [`CompactVector`] is a `ResourceVector` stored small in
+/// reports, read into a `LoadVector` once.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct LoadVector(pub [i64; MAX_RESOURCES]);
 

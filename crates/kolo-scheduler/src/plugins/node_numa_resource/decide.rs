@@ -31,6 +31,7 @@ use super::hints::{
 };
 use super::score::weighted_score_of;
 use super::topology::NodeTopology;
+use kolo_core::HasMeta;
 
 /// How a failure affects the pod, in kube-scheduler's terms.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

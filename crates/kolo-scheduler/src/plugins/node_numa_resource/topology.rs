@@ -15,6 +15,7 @@ use super::annotations::{
     parse_pod_cpu_allocs,
 };
 use super::cpuset::{CpuSet, MAX_CPU_ID};
+use kolo_core::HasMeta;
 
 /// One logical CPU with its place in the machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

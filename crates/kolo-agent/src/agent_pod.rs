@@ -1,9 +1,12 @@
-//! What the agent needs to know of a pod: identity, classes, requests, and
-//! its containers' runtime IDs (which name their cgroups).
+//! [`AgentPod`]: what the agent needs to know of a pod: its identity (a
+//! [`PodRef`]), classes, requests, and its containers' runtime IDs (which
+//! name their cgroups).
 
 use k8s_openapi::api::core::v1::Pod;
 use kolo_api::kube_qos::KubeQoSClass;
 use kolo_api::{PriorityClass, QoSClass};
+use kolo_core::HasMeta;
+use kolo_core::PodRef;
 use kolo_core::pod::PodView;
 use kolo_core::resources::ResourceVector;
 
@@ -17,16 +20,14 @@ pub struct ContainerRef {
     pub id: Option<String>,
 }
 
-/// A pod as the agent sees it.
+/// A pod as the agent sees it: the spec-side facts its collectors and
+/// strategies need, read once per pod list (the live figures are in
+/// [`PodState`](crate::qos::PodState)).
 #[derive(Debug, Clone, PartialEq)]
-pub struct PodRef {
-    /// `metadata.uid` (unvalidated: the cgroup layer validates it before it
-    /// becomes a path component).
-    pub uid: String,
-    /// `metadata.namespace`.
-    pub namespace: String,
-    /// `metadata.name`.
-    pub name: String,
+pub struct AgentPod {
+    /// Namespace, name and UID. The UID is unvalidated: the cgroup layer
+    /// validates it before it becomes a path component.
+    pub id: PodRef,
     /// Kubernetes QoS class: decides the pod's cgroup parent.
     pub kube_qos: KubeQoSClass,
     /// kolo QoS class (Koordinator label / Katalyst annotation / default).
@@ -48,17 +49,17 @@ pub struct PodRef {
     pub containers: Vec<ContainerRef>,
 }
 
-impl PodRef {
+impl AgentPod {
     /// Builds the agent's view of a pod. Fails on the same malformed fields
     /// [`PodView::from_pod`] rejects (its error names the field).
-    pub fn from_pod(pod: &Pod) -> Result<PodRef, kolo_core::pod::PodViewError> {
-        Ok(PodRef::from_view(&PodView::from_pod(pod)?, pod))
+    pub fn from_pod(pod: &Pod) -> Result<AgentPod, kolo_core::pod::PodViewError> {
+        Ok(AgentPod::from_view(&PodView::from_pod(pod)?, pod))
     }
 
     /// The agent's view of `pod` already read as `view` (a caller that
     /// holds both, such as `kolo sim`, parses the Pod once): identity,
     /// classes and requests from `view`, containers from `pod`.
-    pub fn from_view(view: &PodView, pod: &Pod) -> PodRef {
+    pub fn from_view(view: &PodView, pod: &Pod) -> AgentPod {
         let statuses = pod.status.as_ref().and_then(|s| s.container_statuses.as_ref());
         let containers = pod
             .spec
@@ -72,10 +73,8 @@ impl PodRef {
                     .filter(|id| !id.is_empty()),
             })
             .collect();
-        PodRef {
-            uid: view.uid().to_string(),
-            namespace: view.namespace().to_string(),
-            name: view.name().to_string(),
+        AgentPod {
+            id: view.pod_ref(),
             kube_qos: view.kube_qos(),
             qos: view.qos(),
             priority_class: view.priority_class(),
@@ -86,10 +85,5 @@ impl PodRef {
             created: view.creation_timestamp(),
             containers,
         }
-    }
-
-    /// `namespace/name`.
-    pub fn key(&self) -> String {
-        format!("{}/{}", self.namespace, self.name)
     }
 }
