@@ -508,6 +508,7 @@ pub fn pod_ref(uid: &str, qos: KubeQoSClass, containers: &[(String, String)]) ->
         name: format!("pod-{uid}"),
         kube_qos: qos,
         qos: QoSClass::LS,
+        qos_source: kolo_api::qos::QoSSource::KoordinatorLabel,
         priority_class: PriorityClass::Prod,
         requests: ResourceVector::default(),
         limits: ResourceVector::default(),

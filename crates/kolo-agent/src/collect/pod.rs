@@ -482,6 +482,7 @@ mod tests {
             name: format!("pod-{}", &uid[..uid.len().min(8)]),
             kube_qos: qos,
             qos: QoSClass::LS,
+            qos_source: kolo_api::qos::QoSSource::KoordinatorLabel,
             priority_class: PriorityClass::Prod,
             requests: ResourceVector::default(),
             limits: ResourceVector::default(),

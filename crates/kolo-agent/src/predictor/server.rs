@@ -340,6 +340,7 @@ mod tests {
             name: uid.into(),
             kube_qos: KubeQoSClass::Burstable,
             qos: QoSClass::LS,
+            qos_source: kolo_api::qos::QoSSource::KoordinatorLabel,
             priority_class: class,
             requests: ResourceVector::cpu_memory(1000, 1 << 30),
             limits: ResourceVector::new(),

@@ -67,6 +67,7 @@ fn node(pods: Vec<(usize, i64, i64, i64)>, usage: i64) -> NodeState {
                     name: format!("pod-{i}"),
                     kube_qos,
                     qos,
+                    qos_source: kolo_api::qos::QoSSource::KoordinatorLabel,
                     priority_class: if qos == QoSClass::BE {
                         PriorityClass::Batch
                     } else {

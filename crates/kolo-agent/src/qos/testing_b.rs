@@ -64,6 +64,7 @@ fn pod(name: &str, qos: QoSClass, kube_qos: KubeQoSClass, cpu_milli: i64, memory
             name: name.to_string(),
             kube_qos,
             qos,
+            qos_source: kolo_api::qos::QoSSource::KoordinatorLabel,
             priority_class: if qos == QoSClass::BE {
                 PriorityClass::Batch
             } else {
