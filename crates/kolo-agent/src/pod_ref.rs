@@ -145,7 +145,8 @@ mod tests {
         const LABEL: &str = "koordinator.sh/qosClass";
         const LEVEL: &str = "katalyst.kubewharf.io/qos_level";
         // (case, kube QoS, labels, annotations, qos, declared)
-        let table: [(&str, _, &[(&str, &str)], &[(&str, &str)], _, _); 9] = [
+        type Pairs = &'static [(&'static str, &'static str)];
+        let table: [(&str, _, Pairs, Pairs, _, _); 9] = [
             ("unlabelled guaranteed", Guaranteed, &[], &[], LSR, LS),
             ("guaranteed labelled LSR", Guaranteed, &[(LABEL, "LSR")], &[], LSR, LSR),
             ("guaranteed labelled LSE", Guaranteed, &[(LABEL, "LSE")], &[], LSE, LSE),
