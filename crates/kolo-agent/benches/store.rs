@@ -40,6 +40,7 @@ fn pods() -> Vec<AgentPod> {
             },
             kube_qos: KubeQoSClass::Burstable,
             qos: if i % 3 == 0 { QoSClass::BE } else { QoSClass::LS },
+            qos_source: kolo_api::qos::QoSSource::KoordinatorLabel,
             priority_class: if i % 3 == 0 { PriorityClass::Batch } else { PriorityClass::Prod },
             requests: ResourceVector::cpu_memory(500, 1 << 30),
             limits: ResourceVector::new(),

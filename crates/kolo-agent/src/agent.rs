@@ -20,8 +20,6 @@ use kolo_core::resources::ResourceVector;
 
 use std::collections::{BTreeMap, HashMap};
 
-use kolo_api::QoSClass;
-
 use kolo_api::kube_qos::KubeQoSClass;
 use kolo_core::cpuset::CpuSet;
 use kolo_core::resources::ResourceName;
@@ -39,7 +37,7 @@ use crate::predictor::reclaimable::ReclaimConfig;
 use crate::predictor::{PredictServer, PredictorConfig, checkpoint};
 use crate::qos::{
     BeGroupState, BeUsageWindow, CfsState, CollectSettings, EvictionHistory, Features, NodeState,
-    PodState, SurgeThresholds,
+    PodState, SurgeThresholds, cfs_quota_burst,
 };
 use crate::sample::{NodeSample, PodSample};
 use crate::store::{Entity, Metric, MetricStore, StoreConfig};
@@ -504,7 +502,7 @@ impl<S: PodSource> Agent<S> {
         let mut cfs = BTreeMap::new();
         let mut throttle = HashMap::new();
         for pod in &self.pod_states {
-            if matches!(pod.pod.qos, QoSClass::LSR | QoSClass::LSE | QoSClass::BE) {
+            if !cfs_quota_burst::scales_quota(pod) {
                 continue;
             }
             let mut any = false;

@@ -4,6 +4,7 @@
 
 use k8s_openapi::api::core::v1::Pod;
 use kolo_api::kube_qos::KubeQoSClass;
+use kolo_api::qos::{QoSSource, resolve_qos_explained};
 use kolo_api::{PriorityClass, QoSClass};
 use kolo_core::HasMeta;
 use kolo_core::PodRef;
@@ -32,6 +33,8 @@ pub struct AgentPod {
     pub kube_qos: KubeQoSClass,
     /// kolo QoS class (Koordinator label / Katalyst annotation / default).
     pub qos: QoSClass,
+    /// Which rule decided `qos`; see [`PodRef::declared_qos`].
+    pub qos_source: QoSSource,
     /// Priority class (with default).
     pub priority_class: PriorityClass,
     /// Effective requests.
@@ -77,6 +80,7 @@ impl AgentPod {
             id: view.pod_ref(),
             kube_qos: view.kube_qos(),
             qos: view.qos(),
+            qos_source: resolve_qos_explained(pod).source,
             priority_class: view.priority_class(),
             requests: *view.requests(),
             limits: *view.limits(),
@@ -84,6 +88,74 @@ impl AgentPod {
             deleting: view.is_terminating(),
             created: view.creation_timestamp(),
             containers,
+        }
+    }
+
+    /// The class the CPU QoS rules about exclusive CPUs go by (CPU burst,
+    /// CFS quota burst, the share pool's usage ratio): the class the pod
+    /// declares by label or Katalyst annotation; without one, LS even for a
+    /// Guaranteed pod (whose `qos` defaults to LSR), as koordlet's raw
+    /// label reading has it: only a declared LSR / LSE pod gets exclusive
+    /// cores (docs/compatibility.md, "Two QoS resolutions").
+    pub fn declared_qos(&self) -> QoSClass {
+        match (self.qos_source, self.qos) {
+            (QoSSource::KubernetesDefault, QoSClass::LSR) => QoSClass::LS,
+            (_, qos) => qos,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A running pod with one container whose requests equal its limits
+    /// (`guaranteed`), or with a request only, or with no resources.
+    fn pod(kube: KubeQoSClass, labels: &[(&str, &str)], annotations: &[(&str, &str)]) -> Pod {
+        let resources = match kube {
+            KubeQoSClass::Guaranteed => serde_json::json!({
+                "requests": {"cpu": "2", "memory": "1Gi"},
+                "limits": {"cpu": "2", "memory": "1Gi"}
+            }),
+            KubeQoSClass::Burstable => serde_json::json!({"requests": {"cpu": "100m"}}),
+            KubeQoSClass::BestEffort => serde_json::json!({}),
+        };
+        let map = |pairs: &[(&str, &str)]| -> serde_json::Map<String, serde_json::Value> {
+            pairs.iter().map(|(k, v)| (k.to_string(), (*v).into())).collect()
+        };
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "namespace": "ns", "uid": "u",
+                         "labels": map(labels), "annotations": map(annotations)},
+            "spec": {"containers": [{"name": "c", "resources": resources}]},
+            "status": {"phase": "Running"}
+        }))
+        .expect("valid pod")
+    }
+
+    #[test]
+    fn declared_qos_is_the_label_or_annotation_else_ls() {
+        use KubeQoSClass::{BestEffort, Burstable, Guaranteed};
+        use QoSClass::{BE, LS, LSE, LSR};
+        const LABEL: &str = "koordinator.sh/qosClass";
+        const LEVEL: &str = "katalyst.kubewharf.io/qos_level";
+        // (case, kube QoS, labels, annotations, qos, declared)
+        type Pairs = &'static [(&'static str, &'static str)];
+        let table: [(&str, _, Pairs, Pairs, _, _); 9] = [
+            ("unlabelled guaranteed", Guaranteed, &[], &[], LSR, LS),
+            ("guaranteed labelled LSR", Guaranteed, &[(LABEL, "LSR")], &[], LSR, LSR),
+            ("guaranteed labelled LSE", Guaranteed, &[(LABEL, "LSE")], &[], LSE, LSE),
+            ("guaranteed labelled LS", Guaranteed, &[(LABEL, "LS")], &[], LS, LS),
+            ("guaranteed, unknown label", Guaranteed, &[(LABEL, "gold")], &[], LSR, LS),
+            ("katalyst dedicated_cores", Guaranteed, &[], &[(LEVEL, "dedicated_cores")], LSR, LSR),
+            ("katalyst shared_cores", Guaranteed, &[], &[(LEVEL, "shared_cores")], LS, LS),
+            ("unlabelled burstable", Burstable, &[], &[], LS, LS),
+            ("unlabelled best effort", BestEffort, &[], &[], BE, BE),
+        ];
+        for (case, kube, labels, annotations, qos, declared) in table {
+            let p = AgentPod::from_pod(&pod(kube, labels, annotations)).expect("valid pod");
+            assert_eq!(p.kube_qos, kube, "{case}");
+            assert_eq!(p.qos, qos, "{case}");
+            assert_eq!(p.declared_qos(), declared, "{case}");
         }
     }
 }

@@ -544,6 +544,7 @@ mod tests {
             },
             kube_qos: KubeQoSClass::Burstable,
             qos: QoSClass::from_label_value(qos),
+            qos_source: kolo_api::qos::QoSSource::KoordinatorLabel,
             priority_class: PriorityClass::from_name(priority),
             requests: ResourceVector::cpu_memory(500, 1 << 30),
             limits: ResourceVector::new(),

@@ -510,6 +510,7 @@ pub fn agent_pod(uid: &str, qos: KubeQoSClass, containers: &[(String, String)]) 
         },
         kube_qos: qos,
         qos: QoSClass::LS,
+        qos_source: kolo_api::qos::QoSSource::KoordinatorLabel,
         priority_class: PriorityClass::Prod,
         requests: ResourceVector::default(),
         limits: ResourceVector::default(),

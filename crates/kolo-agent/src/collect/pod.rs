@@ -484,6 +484,7 @@ mod tests {
             },
             kube_qos: qos,
             qos: QoSClass::LS,
+            qos_source: kolo_api::qos::QoSSource::KoordinatorLabel,
             priority_class: PriorityClass::Prod,
             requests: ResourceVector::default(),
             limits: ResourceVector::default(),

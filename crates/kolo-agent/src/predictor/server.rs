@@ -338,6 +338,7 @@ mod tests {
             id: kolo_core::PodRef { namespace: "ns".into(), name: uid.into(), uid: uid.into() },
             kube_qos: KubeQoSClass::Burstable,
             qos: QoSClass::LS,
+            qos_source: kolo_api::qos::QoSSource::KoordinatorLabel,
             priority_class: class,
             requests: ResourceVector::cpu_memory(1000, 1 << 30),
             limits: ResourceVector::new(),

@@ -89,7 +89,8 @@ pub fn pool_ratio(node: &NodeState) -> Option<f64> {
     if node.usage.cpu <= 0 || node.capacity.cpu <= 0 {
         return None;
     }
-    let exclusive = |p: &&PodState| matches!(p.pod.qos, QoSClass::LSR | QoSClass::LSE);
+    // Declared LSR / LSE only: an unlabelled Guaranteed pod runs in the pool.
+    let exclusive = |p: &&PodState| matches!(p.pod.declared_qos(), QoSClass::LSR | QoSClass::LSE);
     let total = node.capacity.cpu
         - node.pods.iter().filter(exclusive).map(|p| p.pod.requests.cpu()).sum::<i64>();
     let outside = node
@@ -145,9 +146,17 @@ pub fn quota_burst_enabled(policy: Option<&str>) -> bool {
     matches!(policy, Some("cfsQuotaBurstOnly") | Some("auto"))
 }
 
-/// The pods whose containers this strategy looks at.
+/// The pods whose containers this strategy looks at (by their declared
+/// class: an unlabelled Guaranteed pod is one, as LS).
 fn candidate(pod: &PodState) -> bool {
-    !matches!(pod.pod.qos, QoSClass::LSR | QoSClass::LSE | QoSClass::BE) && !pod.pod.terminated
+    scales_quota(pod) && !pod.pod.terminated
+}
+
+/// Whether the strategy may scale the quotas of `pod`'s containers by its
+/// class: not for a declared LSR / LSE pod, nor a BE pod (the agent reads
+/// the CFS state of exactly these pods).
+pub fn scales_quota(pod: &PodState) -> bool {
+    !matches!(pod.pod.declared_qos(), QoSClass::LSR | QoSClass::LSE | QoSClass::BE)
 }
 
 /// Whether the agent should collect [`NodeState::cfs`]: some pod's policy
@@ -213,7 +222,7 @@ impl Strategy for CfsQuotaBurst {
                     CgroupWrite::int(dir, Resource::CpuCfsQuota, target),
                     format!(
                         "{:?} container {key}/{}: cpu.cfs_quota_us {} → {target} ({op:?}: throttled {}, share pool {pool:?} at {:.0} % of threshold {threshold} %; base {base}, ceil {ceil}; policy {})",
-                        pod.pod.qos,
+                        pod.pod.declared_qos(),
                         c.name,
                         state.quota_us,
                         state
@@ -236,7 +245,7 @@ impl Strategy for CfsQuotaBurst {
                     CgroupWrite::int(&pod.dir, Resource::CpuCfsQuota, target),
                     format!(
                         "{:?} pod {key}: cpu.cfs_quota_us {pod_quota} → {target} (its containers moved by {pod_delta:+})",
-                        pod.pod.qos
+                        pod.pod.declared_qos()
                     ),
                 );
             }
@@ -399,6 +408,35 @@ mod tests {
             p.pod.qos = QoSClass::BE;
         }
         assert!(run(&CfsQuotaBurst, &n, &slo(Some("auto"))).writes.is_empty());
+    }
+
+    /// The declared class decides (docs/compatibility.md, "Two QoS
+    /// resolutions"): a Guaranteed pod without label or annotation (class
+    /// LSR by default) is an LS pod here: its request and usage stay in the
+    /// share pool, and its throttled container's quota scales up.
+    #[test]
+    fn an_unlabelled_guaranteed_pod_is_in_the_share_pool_and_scales() {
+        use kolo_api::qos::QoSSource::{KatalystAnnotation, KoordinatorLabel, KubernetesDefault};
+        const DB: &str = "kubepods/poddb/c";
+        // (where db's LSR came from, pool ratio, db's container quota)
+        let table = [
+            (KoordinatorLabel, (2000.0 - 1000.0) / 6000.0, None),
+            (KatalystAnnotation, (2000.0 - 1000.0) / 6000.0, None),
+            (KubernetesDefault, 2000.0 / 8000.0, Some(Value::Int(240_000))),
+        ];
+        for (source, ratio, db_quota) in table {
+            let mut n = node_with(2000, 200_000, Some(0.3));
+            n.pods[1].pod.qos_source = source;
+            let state = |throttled| CfsState { quota_us: 200_000, throttled_ratio: throttled };
+            n.cfs.insert(dir(DB), state(Some(0.3)));
+            n.cfs.insert(n.pods[1].dir.clone(), state(None));
+            assert_eq!(scales_quota(&n.pods[1]), db_quota.is_some(), "{source:?}");
+            let r = pool_ratio(&n).expect("node usage");
+            assert!((r - ratio).abs() < 1e-9, "{source:?}: {r}");
+            let plan = run(&CfsQuotaBurst, &n, &slo(Some("auto")));
+            assert_eq!(written(&plan, DB, Resource::CpuCfsQuota), db_quota, "{source:?}");
+            assert_eq!(written(&plan, A, Resource::CpuCfsQuota), Some(Value::Int(240_000)));
+        }
     }
 
     #[test]

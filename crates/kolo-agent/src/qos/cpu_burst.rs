@@ -91,9 +91,9 @@ impl Strategy for CpuBurst {
             return;
         }
         for pod in &node.pods {
-            if matches!(pod.pod.qos, QoSClass::LSR | QoSClass::LSE | QoSClass::BE)
-                || pod.pod.terminated
-            {
+            // The declared class: an unlabelled Guaranteed pod bursts as LS.
+            let qos = pod.pod.declared_qos();
+            if matches!(qos, QoSClass::LSR | QoSClass::LSE | QoSClass::BE) || pod.pod.terminated {
                 continue;
             }
             let cfg = pod_config(slo, pod);
@@ -117,7 +117,7 @@ impl Strategy for CpuBurst {
                     CgroupWrite::int(dir, Resource::CpuCfsBurst, burst),
                     format!(
                         "{:?} container {key}/{}: cpu.cfs_burst_us={burst} (cpu limit {limit}m × cpuBurstPercent {percent}, capped at quota {}; policy {})",
-                        pod.pod.qos,
+                        qos,
                         c.name,
                         limit.saturating_mul(CFS_BASE_PERIOD_US) / 1000,
                         policy.unwrap_or("none"),
@@ -131,7 +131,7 @@ impl Strategy for CpuBurst {
                     CgroupWrite::int(&pod.dir, Resource::CpuCfsBurst, total),
                     format!(
                         "{:?} pod {key}: cpu.cfs_burst_us={total} (sum of its containers' bursts; policy {})",
-                        pod.pod.qos,
+                        qos,
                         policy.unwrap_or("none"),
                     ),
                 );
@@ -257,6 +257,36 @@ mod tests {
         let plan = run(&CpuBurst, &n, &slo(Some("auto"), Some(50)));
         let dirs: Vec<String> = writes(&plan).into_iter().map(|w| w.0).collect();
         assert_eq!(dirs, vec!["kubepods/burstable/podsys/c", "kubepods/burstable/podsys"]);
+    }
+
+    /// The declared class decides (docs/compatibility.md, "Two QoS
+    /// resolutions"): a Guaranteed pod without label or annotation (class
+    /// LSR by default) bursts as LS; a declared LSR / LSE pod does not.
+    #[test]
+    fn declared_class_decides() {
+        use kolo_api::qos::QoSSource::{KatalystAnnotation, KoordinatorLabel, KubernetesDefault};
+        // (case, class, where it came from, burst of the container)
+        let table = [
+            ("unlabelled guaranteed", QoSClass::LSR, KubernetesDefault, Some(50_000)),
+            ("labelled LSR", QoSClass::LSR, KoordinatorLabel, None),
+            ("katalyst dedicated_cores", QoSClass::LSR, KatalystAnnotation, None),
+            ("labelled LSE", QoSClass::LSE, KoordinatorLabel, None),
+            ("unlabelled burstable", QoSClass::LS, KubernetesDefault, Some(50_000)),
+            ("unlabelled best effort", QoSClass::BE, KubernetesDefault, None),
+        ];
+        for (case, qos, source, burst) in table {
+            let limits = res(&[(Cpu, 1000)]);
+            let mut p = pod("g", qos, vec![container("c", limits, limits)]);
+            p.pod.qos_source = source;
+            let c = p.containers[0].dir.clone().expect("container dir");
+            let plan = run(&CpuBurst, &node_with(vec![p]), &slo(Some("auto"), Some(50)));
+            let path = c.as_path().display().to_string();
+            assert_eq!(
+                written(&plan, &path, Resource::CpuCfsBurst),
+                burst.map(Value::Int),
+                "{case}"
+            );
+        }
     }
 
     #[test]

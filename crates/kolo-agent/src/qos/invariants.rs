@@ -65,6 +65,7 @@ fn node(pods: Vec<(usize, i64, i64, i64)>, usage: i64) -> NodeState {
                     id: kolo_core::PodRef { namespace: "ns".into(), name: format!("pod-{i}"), uid },
                     kube_qos,
                     qos,
+                    qos_source: kolo_api::qos::QoSSource::KoordinatorLabel,
                     priority_class: if qos == QoSClass::BE {
                         PriorityClass::Batch
                     } else {

@@ -4,9 +4,11 @@
 //! each eviction with its pod; the numbers behind each as typed
 //! [`Figures`].
 
+use std::collections::HashMap;
+
 use serde::Serialize;
 
-use super::{Figures, NodeState, PlannedEviction, Probe, RoundPlan};
+use super::{Figures, NodeState, PlannedEviction, PodState, Probe, RoundPlan};
 use crate::cgroup::{CgroupDir, CgroupVersion};
 
 /// A printable [`RoundPlan`].
@@ -76,22 +78,26 @@ impl EvictionReport {
     }
 }
 
-/// The pod and container whose cgroup `dir` is on `node`.
-fn owner(node: &NodeState, dir: &CgroupDir) -> (Option<String>, Option<String>) {
+/// The pod and container whose cgroup each directory of `node` is: the
+/// first pod (in node order) with that dir or a container in it, as a
+/// search through the pods would find it.
+fn owners(node: &NodeState) -> HashMap<&CgroupDir, (&PodState, Option<&str>)> {
+    let mut owners = HashMap::new();
     for p in &node.pods {
-        if &p.dir == dir {
-            return (Some(p.pod.id.key()), None);
-        }
-        if let Some(c) = p.containers.iter().find(|c| c.dir.as_ref() == Some(dir)) {
-            return (Some(p.pod.id.key()), Some(c.name.clone()));
+        owners.entry(&p.dir).or_insert((p, None));
+        for c in &p.containers {
+            if let Some(dir) = &c.dir {
+                owners.entry(dir).or_insert((p, Some(c.name.as_str())));
+            }
         }
     }
-    (None, None)
+    owners
 }
 
 impl PlanReport {
     /// The report of `round`, planned on `node`, for a cgroup `version`.
     pub fn new(round: &RoundPlan, node: &NodeState, version: CgroupVersion) -> PlanReport {
+        let owners = owners(node);
         let writes = round
             .plan
             .writes
@@ -100,7 +106,9 @@ impl PlanReport {
                 let resource = w.write.resource;
                 let file = resource.file(version).unwrap_or(resource.name()).to_string();
                 let value = resource.to_file_value(version, w.write.value.clone());
-                let (pod, container) = owner(node, &w.write.dir);
+                let owner = owners.get(&w.write.dir);
+                let pod = owner.map(|(p, _)| p.pod.id.key());
+                let container = owner.and_then(|(_, c)| c.map(str::to_string));
                 WriteReport {
                     cgroup: w.write.dir.as_path().display().to_string(),
                     file,

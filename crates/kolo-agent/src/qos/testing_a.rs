@@ -101,6 +101,7 @@ pub(crate) fn pod(name: &str, qos: QoSClass, containers: Vec<ContainerState>) ->
             },
             kube_qos,
             qos,
+            qos_source: kolo_api::qos::QoSSource::KoordinatorLabel,
             priority_class: PriorityClass::None,
             requests,
             limits,

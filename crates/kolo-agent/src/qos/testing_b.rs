@@ -62,6 +62,7 @@ fn pod(name: &str, qos: QoSClass, kube_qos: KubeQoSClass, cpu_milli: i64, memory
             id: kolo_core::PodRef { namespace: "default".to_string(), name: name.to_string(), uid },
             kube_qos,
             qos,
+            qos_source: kolo_api::qos::QoSSource::KoordinatorLabel,
             priority_class: if qos == QoSClass::BE {
                 PriorityClass::Batch
             } else {

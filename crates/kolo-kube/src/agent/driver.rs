@@ -11,7 +11,7 @@ use std::sync::Arc;
 use kolo_agent::cgroup::{CgroupVersion, Cgroups};
 use kolo_agent::evict::Evictor;
 use kolo_agent::qos::{
-    NodeState, PlanReport, PlannedEviction, PodState, Probe, QosLoop, RoundPlan,
+    NodeState, Plan, PlanReport, PlannedEviction, PodState, Probe, QosLoop, RoundPlan,
 };
 use kolo_core::clock::Timestamp;
 
@@ -93,18 +93,29 @@ impl PlanSink for CgroupSink {
 pub struct DryRunSink {
     version: CgroupVersion,
     last: Vec<String>,
+    /// The plan `last` was printed from: a round that plans the same
+    /// writes, evictions and held-back evictions prints the same lines, so
+    /// it is compared as data and only a changed plan is formatted.
+    last_plan: Option<(Plan, Vec<PlannedEviction>)>,
     out: Box<dyn Write + Send>,
 }
 
 impl DryRunSink {
     /// Prints plans for a cgroup `version` to `out`.
     pub fn new(version: CgroupVersion, out: Box<dyn Write + Send>) -> DryRunSink {
-        DryRunSink { version, last: Vec::new(), out }
+        DryRunSink { version, last: Vec::new(), last_plan: None, out }
     }
 }
 
 impl PlanSink for DryRunSink {
     fn write(&mut self, round: &RoundPlan, node: &NodeState, now: Timestamp) {
+        let same = |(plan, held): &(Plan, Vec<PlannedEviction>)| {
+            *plan == round.plan && *held == round.held_back
+        };
+        if self.last_plan.as_ref().is_some_and(same) {
+            return;
+        }
+        self.last_plan = Some((round.plan.clone(), round.held_back.clone()));
         let lines = PlanReport::new(round, node, self.version).lines();
         if lines != self.last {
             let _ = writeln!(self.out, "# plan at {now} (dry run: nothing written)");

@@ -6,6 +6,7 @@
 use std::path::Path;
 
 use kolo_api::crd::NodeSLO;
+use kolo_core::HasMeta;
 use kolo_core::snapshot::Snapshot;
 
 use super::{FindConfigError, NodeSelection, find_config};
