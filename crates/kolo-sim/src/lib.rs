@@ -3,9 +3,11 @@
 //! A [`scenario::Scenario`] describes nodes, a workload shaped like public
 //! co-location traces ([`workload`]) and the policies to compare
 //! ([`policy`]). The [`engine`] advances simulated time and runs the same
-//! decision code the real components run — the scheduler's framework and
-//! plugins, the manager's noderesource with its update throttling, the
-//! agent's QoS strategies — around a simulated world: usage curves
+//! round objects the real components run — the scheduler
+//! (`kolo_scheduler::Scheduler`), the manager's pass per node
+//! (`kolo_manager::pass::Pass::decide_node`, throttling included), the
+//! agent's QoS round (`kolo_agent::qos::QosLoop`, rate limit and cool-downs
+//! included) — around a simulated world: usage curves
 //! ([`usage`]), CPU contention ([`contention`]), pod start and finish
 //! ([`node`]). [`metrics`] and [`report`] turn a run into a summary, CSV
 //! and a self-contained HTML report with plots. A scenario may start from

@@ -43,6 +43,24 @@ pub fn pair_old_pods(
         .collect()
 }
 
+/// The admission request of a pod, in its own namespace or
+/// `default_namespace`.
+fn admission(
+    operation: Operation,
+    pod: Pod,
+    old_pod: Option<Pod>,
+    default_namespace: &str,
+) -> PodAdmission {
+    let namespace = pod.metadata.namespace.clone();
+    PodAdmission {
+        operation,
+        namespace: namespace.unwrap_or_else(|| default_namespace.to_string()),
+        sub_resource: None,
+        pod,
+        old_pod,
+    }
+}
+
 /// One pod's decisions.
 #[derive(Debug, Serialize)]
 pub struct PodResult {
@@ -124,14 +142,7 @@ pub fn mutate_all(
             Operation::Update => Some(old_pod.unwrap_or_else(|| pod.clone())),
             _ => None,
         };
-        let namespace = pod.metadata.namespace.clone();
-        let request = PodAdmission {
-            operation,
-            namespace: namespace.unwrap_or_else(|| default_namespace.to_string()),
-            sub_resource: None,
-            pod,
-            old_pod,
-        };
+        let request = admission(operation, pod, old_pod, default_namespace);
         let mut result = PodResult {
             pod: key,
             outcome: "denied",
@@ -182,14 +193,7 @@ pub fn validate_all(pods: Vec<(Pod, Option<Pod>)>, default_namespace: &str) -> V
     let validate = |(pod, old_pod): (Pod, Option<Pod>)| {
         let operation = if old_pod.is_some() { Operation::Update } else { Operation::Create };
         let key = pod_key(&pod, default_namespace);
-        let namespace = pod.metadata.namespace.clone();
-        let request = PodAdmission {
-            operation,
-            namespace: namespace.unwrap_or_else(|| default_namespace.to_string()),
-            sub_resource: None,
-            pod,
-            old_pod,
-        };
+        let request = admission(operation, pod, old_pod, default_namespace);
         let verdict = Verdict::from(validate_pod(&request));
         ValidateResult {
             pod: key,
