@@ -33,7 +33,7 @@ pub struct AgentPod {
     pub kube_qos: KubeQoSClass,
     /// kolo QoS class (Koordinator label / Katalyst annotation / default).
     pub qos: QoSClass,
-    /// Which rule decided `qos`; see [`PodRef::declared_qos`].
+    /// Which rule decided `qos`; see [`AgentPod::declared_qos`].
     pub qos_source: QoSSource,
     /// Priority class (with default).
     pub priority_class: PriorityClass,
