@@ -173,12 +173,8 @@ fn main() -> ExitCode {
         Command::Snapshot { command: SnapshotCommand::Inspect { files, output } } => {
             inspect::run(&files, output, &mut std::io::stdout().lock())
         }
-        Command::Noderesource(args) => {
-            noderesource::run(&args, &mut std::io::stdout().lock()).map_err(CliError::Command)
-        }
-        Command::Nodeslo(args) => {
-            nodeslo::run(&args, &mut std::io::stdout().lock()).map_err(CliError::Command)
-        }
+        Command::Noderesource(args) => noderesource::run(&args, &mut std::io::stdout().lock()),
+        Command::Nodeslo(args) => nodeslo::run(&args, &mut std::io::stdout().lock()),
         Command::Webhook { command } => {
             webhook::run(&command, &mut std::io::stdout().lock()).map_err(CliError::Command)
         }
@@ -252,7 +248,7 @@ fn write_json(
 
 /// Prints warnings to stderr: they never abort a command, and a closed
 /// stderr is no reason to fail either.
-fn warn_all(warnings: &[String]) {
+fn warn_all<'a>(warnings: impl IntoIterator<Item = &'a String>) {
     let mut stderr = std::io::stderr().lock();
     for warning in warnings {
         let _ = writeln!(stderr, "kolo: warning: {warning}");

@@ -1,12 +1,12 @@
 //! `kolo noderesource`: wiring for [`kolo_manager::whatif::noderesource`].
 
-use std::error::Error;
-use std::io::{self, Write};
+use std::io::Write;
 
 use kolo_core::clock::Timestamp;
 use kolo_manager::whatif::noderesource::{Options, evaluate, write_table};
 
 use crate::slo_config::SloInputs;
+use crate::{CliError, write_json};
 
 /// Arguments of `kolo noderesource`.
 #[derive(Debug, clap::Args)]
@@ -41,25 +41,18 @@ pub enum Format {
 }
 
 /// Runs the command.
-pub fn run(args: &Args, out: &mut dyn Write) -> Result<(), Box<dyn Error + Send + Sync>> {
-    let snapshot = args.inputs.load()?;
+pub fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
+    let snapshot = args.inputs.load().map_err(CliError::Command)?;
     let options = Options {
         config: args.inputs.config.clone(),
         enable: args.enable,
         now: args.now,
         nodes: args.inputs.selection(),
     };
-    let evaluation = evaluate(&snapshot, &options)?;
-    crate::warn_all(&evaluation.warnings().cloned().collect::<Vec<_>>());
-    let written = match args.output {
-        Format::Json => serde_json::to_writer_pretty(&mut *out, &evaluation.report)
-            .map_err(io::Error::from)
-            .and_then(|()| writeln!(out)),
-        Format::Table => write_table(&evaluation, args.summary, out),
-    };
-    match written {
-        // The reader went away (`| head`): nothing left to tell anyone.
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
-        other => Ok(other.map_err(|e| format!("writing output: {e}"))?),
+    let evaluation = evaluate(&snapshot, &options).map_err(|e| CliError::Command(e.into()))?;
+    crate::warn_all(evaluation.warnings());
+    match args.output {
+        Format::Json => write_json(&evaluation.report, out),
+        Format::Table => Ok(write_table(&evaluation, args.summary, out)?),
     }
 }

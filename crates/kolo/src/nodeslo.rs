@@ -1,11 +1,11 @@
 //! `kolo nodeslo`: wiring for [`kolo_manager::whatif::nodeslo`].
 
-use std::error::Error;
-use std::io::{self, Write};
+use std::io::Write;
 
 use kolo_manager::whatif::nodeslo::render;
 
 use crate::slo_config::SloInputs;
+use crate::{CliError, write_json};
 
 /// Arguments of `kolo nodeslo`.
 #[derive(Debug, clap::Args)]
@@ -28,24 +28,18 @@ pub enum Format {
 }
 
 /// Runs the command.
-pub fn run(args: &Args, out: &mut dyn Write) -> Result<(), Box<dyn Error + Send + Sync>> {
-    let snapshot = args.inputs.load()?;
-    let rendered = render(&snapshot, args.inputs.config.as_deref(), &args.inputs.selection())?;
+pub fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
+    let snapshot = args.inputs.load().map_err(CliError::Command)?;
+    let rendered = render(&snapshot, args.inputs.config.as_deref(), &args.inputs.selection())
+        .map_err(|e| CliError::Command(e.into()))?;
     crate::warn_all(&rendered.warnings);
     let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": rendered.items});
-    let written = match args.output {
-        Format::Json => serde_json::to_writer_pretty(&mut *out, &list)
-            .map_err(io::Error::from)
-            .and_then(|()| writeln!(out)),
+    match args.output {
+        Format::Json => write_json(&list, out),
         Format::Yaml => {
             let text =
-                serde_saphyr::to_string(&list).map_err(|e| format!("serializing output: {e}"))?;
-            out.write_all(text.as_bytes())
+                serde_saphyr::to_string(&list).map_err(|e| CliError::Serialize(e.to_string()))?;
+            Ok(out.write_all(text.as_bytes())?)
         }
-    };
-    match written {
-        // The reader went away (`| head`): nothing left to tell anyone.
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
-        other => Ok(other.map_err(|e| format!("writing output: {e}"))?),
     }
 }
