@@ -15,10 +15,13 @@ mod block_yaml;
 #[doc(hidden)]
 pub use block_yaml::parse as parse_block_yaml;
 mod decode;
+mod now;
 mod pieces;
 mod split;
 pub mod summary;
 mod tape;
+
+pub use now::{NowSource, parse_now};
 
 use std::collections::BTreeMap;
 use std::io::Read;

@@ -93,7 +93,7 @@ enum Command {
         #[arg(long)]
         explain_all: bool,
         /// The time to schedule at (RFC 3339, e.g. 2026-11-22T04:00:00Z).
-        #[arg(long, value_name = "RFC3339", value_parser = kolo_scheduler::whatif::parse_now)]
+        #[arg(long, value_name = "RFC3339", value_parser = kolo_core::snapshot::parse_now)]
         now: Option<kolo_core::clock::Timestamp>,
     },
     /// What-if batch / mid overcommit: compute each node's batch and mid

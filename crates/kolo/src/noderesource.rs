@@ -20,7 +20,7 @@ pub struct Args {
     pub enable: bool,
     /// The time to evaluate at (RFC 3339); default: the newest NodeMetric
     /// `status.updateTime` in the snapshot, else the system clock.
-    #[arg(long, value_name = "RFC3339", value_parser = kolo_scheduler::whatif::parse_now)]
+    #[arg(long, value_name = "RFC3339", value_parser = kolo_core::snapshot::parse_now)]
     pub now: Option<Timestamp>,
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = Format::Table)]

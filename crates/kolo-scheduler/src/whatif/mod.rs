@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use kolo_core::clock::Timestamp;
+pub use kolo_core::snapshot::NowSource;
 use kolo_core::snapshot::Snapshot;
 use serde::Serialize;
 
@@ -64,28 +65,6 @@ pub enum ScheduleError {
     /// the object and field).
     #[error("the scheduler refused {0}")]
     Apply(#[from] ApplyError),
-}
-
-/// Where the scheduling time came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NowSource {
-    /// `--now`.
-    Flag,
-    /// The newest NodeMetric `status.updateTime` in the snapshot.
-    NodeMetric,
-    /// The machine's clock (the snapshot has no NodeMetric update time).
-    SystemClock,
-}
-
-impl NowSource {
-    /// How the table names the source.
-    pub fn describe(self) -> &'static str {
-        match self {
-            NowSource::Flag => "--now",
-            NowSource::NodeMetric => "newest NodeMetric updateTime",
-            NowSource::SystemClock => "system clock",
-        }
-    }
 }
 
 /// The report of a run (the JSON output, as documented in `docs/cli.md`).
@@ -172,11 +151,7 @@ pub fn schedule(
     config: &SchedulerConfig,
     options: &Options,
 ) -> Result<Run, ScheduleError> {
-    let (now, now_source) = match (options.now, snapshot.newest_metric_update()) {
-        (Some(now), _) => (now, NowSource::Flag),
-        (None, Some(now)) => (now, NowSource::NodeMetric),
-        (None, None) => (Timestamp::now(), NowSource::SystemClock),
-    };
+    let (now, now_source) = snapshot.what_if_now(options.now);
     let config_path = || options.config.clone().unwrap_or_else(|| PathBuf::from("<default>"));
     let mut scheduler =
         Scheduler::new(config, &registry(), DEFAULT_PLUGINS, Arc::new(InMemoryBinder::new()))
@@ -280,11 +255,6 @@ fn pod_result(report: CycleReport) -> PodResult {
     result
 }
 
-/// Parses `--now` (RFC 3339, e.g. `2026-11-22T04:00:00Z`).
-pub fn parse_now(text: &str) -> Result<Timestamp, String> {
-    text.parse::<Timestamp>().map_err(|e| format!("not an RFC 3339 time: {e}"))
-}
-
 /// The `--explain N` / `--explain-all` flags as an [`ExplainLevel`].
 pub fn explain_level(top: Option<usize>, all: bool) -> ExplainLevel {
     match (all, top) {
@@ -299,18 +269,11 @@ mod tests {
     use super::*;
     use crate::framework::Code;
 
-    fn at(text: &str) -> Timestamp {
-        text.parse().unwrap()
-    }
-
     #[test]
-    fn flags_and_times() {
+    fn explain_flags() {
         assert_eq!(explain_level(None, false), ExplainLevel::None);
         assert_eq!(explain_level(Some(3), false), ExplainLevel::Top(3));
         assert_eq!(explain_level(None, true), ExplainLevel::All);
-        assert_eq!(parse_now("2026-11-22T04:00:00Z"), Ok(at("2026-11-22T04:00:00Z")));
-        assert_eq!(parse_now("2026-11-22T05:00:00+01:00"), Ok(at("2026-11-22T04:00:00Z")));
-        assert!(parse_now("2026-11-22").unwrap_err().starts_with("not an RFC 3339 time"));
     }
 
     #[test]

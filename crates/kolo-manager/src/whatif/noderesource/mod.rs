@@ -192,11 +192,7 @@ pub fn evaluate(snapshot: &Snapshot, options: &Options) -> Result<Evaluation, No
         cfg.cluster.enable = Some(true);
     }
     let colocation = ResolvedColocation::resolve(&cfg);
-    let (now, now_source) = match (options.now, snapshot.newest_metric_update()) {
-        (Some(now), _) => (now, "--now"),
-        (None, Some(now)) => (now, "newest NodeMetric updateTime"),
-        (None, None) => (Timestamp::now(), "system clock"),
-    };
+    let (now, now_source) = snapshot.what_if_now(options.now);
     let nodes: Vec<&NodeView> =
         snapshot.nodes.iter().map(|n| &n.view).filter(|v| options.nodes.wants(v.name())).collect();
     let results = calculate_all(
@@ -208,7 +204,7 @@ pub fn evaluate(snapshot: &Snapshot, options: &Options) -> Result<Evaluation, No
     );
     let report = Report {
         now: now.to_string(),
-        now_source,
+        now_source: now_source.describe(),
         config: ConfigInfo {
             source,
             enabled: colocation.cluster.is_enabled(),
