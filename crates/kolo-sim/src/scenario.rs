@@ -452,6 +452,44 @@ impl Scenario {
     }
 }
 
+/// Changes to a scenario's size, length and seed (`kolo sim --nodes
+/// --hours --step --seed`), applied after it is read.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Overrides {
+    /// The number of nodes; the node groups keep their proportions.
+    pub nodes: Option<usize>,
+    /// The simulated duration, hours.
+    pub hours: Option<f64>,
+    /// The step length, seconds.
+    pub step_seconds: Option<u64>,
+    /// The seed of the workload and the usage noise.
+    pub seed: Option<u64>,
+}
+
+impl Scenario {
+    /// Applies `overrides` and checks the result as a scenario file is
+    /// checked; on error (the field and why) the scenario is left unchecked
+    /// and must not be run.
+    pub fn apply(&mut self, overrides: &Overrides) -> Result<(), (&'static str, String)> {
+        if let Some(n) = overrides.nodes {
+            if n == 0 {
+                return Err(("nodes", "0 is not > 0".into()));
+            }
+            self.scale_nodes(n);
+        }
+        if let Some(h) = overrides.hours {
+            self.duration_hours = h;
+        }
+        if let Some(s) = overrides.step_seconds {
+            self.step_seconds = s;
+        }
+        if let Some(seed) = overrides.seed {
+            self.seed = seed;
+        }
+        self.validate()
+    }
+}
+
 /// A fixed LS pod's amounts: a request > 0, the rest >= 0 and finite.
 fn check_fixed_pod(index: usize, p: &FixedLsPod) -> Result<(), (&'static str, String)> {
     let name = if p.name.is_empty() { String::new() } else { format!(" ({})", p.name) };
@@ -531,6 +569,32 @@ mod tests {
             let e = Scenario::from_yaml(text, "s.yaml").unwrap_err().to_string();
             assert!(e.starts_with("s.yaml: "), "{e}");
             assert!(e.contains(field), "{field} in {e}");
+        }
+    }
+
+    #[test]
+    fn overrides_apply_and_are_checked() {
+        let mut s = Scenario::builtin();
+        let o =
+            Overrides { nodes: Some(10), hours: Some(2.5), step_seconds: Some(30), seed: Some(7) };
+        s.apply(&o).unwrap();
+        assert_eq!((s.node_count(), s.duration_hours, s.step_seconds, s.seed), (10, 2.5, 30, 7));
+        let untouched = Scenario::builtin();
+        let mut same = Scenario::builtin();
+        same.apply(&Overrides::default()).unwrap();
+        assert_eq!(
+            (same.node_count(), same.duration_hours, same.seed),
+            (untouched.node_count(), untouched.duration_hours, untouched.seed)
+        );
+        let refused = [
+            (Overrides { nodes: Some(0), ..Overrides::default() }, "nodes"),
+            (Overrides { hours: Some(-1.0), ..Overrides::default() }, "durationHours"),
+            (Overrides { hours: Some(f64::NAN), ..Overrides::default() }, "durationHours"),
+            (Overrides { step_seconds: Some(0), ..Overrides::default() }, "stepSeconds"),
+        ];
+        for (o, field) in refused {
+            let err = Scenario::builtin().apply(&o).unwrap_err();
+            assert_eq!(err.0, field, "{o:?}: {err:?}");
         }
     }
 

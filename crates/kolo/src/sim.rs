@@ -13,7 +13,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use kolo_sim::engine::{self, Event, Phase};
 use kolo_sim::policy::Policy;
 use kolo_sim::report::{PolicyRun, data, html, table};
-use kolo_sim::scenario::{BUILTIN, BUILTIN_NAME, Scenario};
+use kolo_sim::scenario::{BUILTIN, BUILTIN_NAME, Overrides, Scenario};
 use kolo_sim::workload;
 
 use crate::OutputFormat;
@@ -123,23 +123,14 @@ pub fn load(args: &Args) -> Result<Scenario, SimError> {
         let imported = kolo_sim::snapshot::load(&mut scenario, &args.snapshots)?;
         eprintln!("kolo sim: {imported}");
     }
-    if let Some(n) = args.nodes {
-        if n == 0 {
-            return Err(SimError::Override("--nodes must be > 0".into()));
-        }
-        scenario.scale_nodes(n);
-    }
-    if let Some(h) = args.hours {
-        scenario.duration_hours = h;
-    }
-    if let Some(s) = args.step {
-        scenario.step_seconds = s;
-    }
-    if let Some(seed) = args.seed {
-        scenario.seed = seed;
-    }
+    let overrides = Overrides {
+        nodes: args.nodes,
+        hours: args.hours,
+        step_seconds: args.step,
+        seed: args.seed,
+    };
     scenario
-        .validate()
+        .apply(&overrides)
         .map_err(|(field, message)| SimError::Override(format!("{field}: {message}")))?;
     Ok(scenario)
 }
