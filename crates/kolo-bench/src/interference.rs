@@ -44,6 +44,7 @@ use std::time::{Duration, Instant};
 use kolo_agent::cgroup::reader::parse_cpu_usage;
 use kolo_agent::cgroup::{CgroupVersion, Subsystem};
 use kolo_agent::collect::node::NodeCollector;
+use kolo_agent::qos::cpu_suppress;
 use kolo_agent::sandbox::{CONTROLLERS, TestCgroups, Workload, pods_file};
 use kolo_api::QoSClass;
 use kolo_api::kube_qos::KubeQoSClass;
@@ -133,6 +134,10 @@ struct Run {
     /// p99 against the LS-alone run's, percent (0 for that run).
     p99_vs_alone_percent: f64,
 }
+
+/// What the error says when the machine is too busy for the reaction to
+/// be measured (tests skip on it rather than fail).
+pub const UNMEASURABLE: &str = "reaction unmeasurable";
 
 /// Surge-to-suppression times.
 #[derive(Debug, Serialize)]
@@ -457,6 +462,17 @@ fn surge_reactions(tree: &mut Tree, surges: u32) -> Result<Reaction, BoxError> {
         CONTROLLERS.iter().map(|s| tree.sandbox.abs(*s, system)).collect();
     for n in 0..surges {
         let before = settled_quota(&tree.sandbox)?;
+        let floor = cpu_suppress::MIN_QUOTA_US as f64 / 100_000.0;
+        if before - 0.5 < floor {
+            // Other work on the machine counts as LS, so suppression has
+            // already cut BE to near its floor: no surge can take half a
+            // core more, and the reaction cannot be timed.
+            return Err(format!(
+                "surge {}: {UNMEASURABLE}: the BE quota is already {before:.2} cores, within half a core of the agent's floor ({floor:.2}); the machine is too busy",
+                n + 1
+            )
+            .into());
+        }
         // The surge starts when the busy loop runs: it joins its cgroups
         // (tens of ms on cgroup v1, not counted) and waits stopped until
         // resumed here.

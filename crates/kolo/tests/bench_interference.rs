@@ -21,6 +21,11 @@ fn interference_bench_runs_and_measures_each_setup() {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() && stderr.contains(kolo_bench::interference::UNMEASURABLE) {
+        // Work outside the test counts as LS load, so suppression already
+        // holds BE at its floor and the surge has nothing left to cut.
+        return skip(test, &format!("the machine is too busy: {}", stderr.trim()));
+    }
     assert!(out.status.success(), "kolo bench interference failed:\n{stderr}");
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let cpus = report["cpus"].as_f64().unwrap();
