@@ -380,8 +380,25 @@ impl<S: PodSource> Agent<S> {
     /// eviction history is empty: the QoS loop keeps it
     /// ([`crate::qos::QosLoop::round`]).
     pub fn node_state(&self, now: Timestamp) -> NodeState {
-        let be_dir = self.cgroups.pod_paths().qos_dir(KubeQoSClass::BestEffort).clone();
-        let samples: std::collections::HashMap<&str, &PodSample> =
+        let mut cache = NodeStateCache::default();
+        self.refresh_node_state(&mut cache, now);
+        cache.state.unwrap_or_else(|| self.node_fields(now, Vec::new()))
+    }
+
+    /// [`Agent::node_state`] into `cache`, reusing the pods' states it holds
+    /// when the pod list has not changed since it was filled: only their
+    /// usage is refreshed, instead of cloning every pod's state each round.
+    pub fn refresh_node_state<'c>(
+        &self,
+        cache: &'c mut NodeStateCache,
+        now: Timestamp,
+    ) -> &'c mut NodeState {
+        let reuse = cache.generation == Some(self.pod_generation);
+        let mut pods = match cache.state.take() {
+            Some(previous) if reuse => previous.pods,
+            _ => self.pod_states.clone(),
+        };
+        let samples: HashMap<&str, &PodSample> =
             self.last_samples.iter().map(|s| (s.uid.as_str(), s)).collect();
         // After a fast-path surge, the BE pods' CPU is what the BE cgroup
         // used over the last probe interval (their samples are a round old).
@@ -389,25 +406,17 @@ impl<S: PodSource> Agent<S> {
             let sampled = self.sampled_be_cores;
             if sampled > 0.0 { now / sampled } else { 1.0 }
         });
-        let pods = self
-            .pod_states
-            .iter()
-            .map(|p| {
-                let mut p = p.clone();
-                if let Some(s) = samples.get(p.pod.id.uid.as_str()) {
-                    let scale = if p.is_be() { be_scale.unwrap_or(1.0) } else { 1.0 };
-                    p.usage = Some(cpu_mem(s.cpu_cores * scale, s.memory_bytes));
-                    for c in &mut p.containers {
-                        c.usage = s
-                            .containers
-                            .iter()
-                            .find(|sc| sc.name == c.name)
-                            .map(|sc| cpu_mem(sc.cpu_cores * scale, sc.memory_bytes));
-                    }
-                }
-                p
-            })
-            .collect();
+        for p in &mut pods {
+            let scale = if p.is_be() { be_scale.unwrap_or(1.0) } else { 1.0 };
+            set_usage(p, samples.get(p.pod.id.uid.as_str()).copied(), scale);
+        }
+        cache.generation = Some(self.pod_generation);
+        cache.state.insert(self.node_fields(now, pods))
+    }
+
+    /// The node-level fields of [`Agent::node_state`] around `pods`.
+    fn node_fields(&self, now: Timestamp, pods: Vec<PodState>) -> NodeState {
+        let be_dir = self.cgroups.pod_paths().qos_dir(KubeQoSClass::BestEffort).clone();
         let cpu_milli = self.allocatable.get(ResourceName::Cpu).unwrap_or(0);
         let cpus = u32::try_from((cpu_milli / 1000).max(1)).unwrap_or(1);
         NodeState {
@@ -635,6 +644,15 @@ impl<S: PodSource> Agent<S> {
     }
 }
 
+/// The last [`NodeState`] an agent built, kept between rounds so the
+/// next one reuses its pods' states (see [`Agent::refresh_node_state`]).
+#[derive(Debug, Default)]
+pub struct NodeStateCache {
+    /// The pod-list generation `state` was built from.
+    generation: Option<u64>,
+    state: Option<NodeState>,
+}
+
 /// The BE QoS cgroup `be_dir`'s current cpuset and CFS quota (`-1`:
 /// unlimited), as the suppression strategies adjust from; each `None` when
 /// it cannot be read.
@@ -642,6 +660,18 @@ pub fn be_group_state(cgroups: &Cgroups, be_dir: &CgroupDir) -> BeGroupState {
     BeGroupState {
         cpuset: cgroups.cpuset_cpus(be_dir).ok(),
         cfs_quota_us: cgroups.cfs_quota_us(be_dir).ok().map(|q| q.unwrap_or(-1)),
+    }
+}
+
+/// A pod's (and its containers') usage from its last `sample`, CPU scaled
+/// by `scale`; none without a sample.
+fn set_usage(p: &mut PodState, sample: Option<&PodSample>, scale: f64) {
+    p.usage = sample.map(|s| cpu_mem(s.cpu_cores * scale, s.memory_bytes));
+    for c in &mut p.containers {
+        c.usage = sample.and_then(|s| {
+            let sc = s.containers.iter().find(|sc| sc.name == c.name)?;
+            Some(cpu_mem(sc.cpu_cores * scale, sc.memory_bytes))
+        });
     }
 }
 
@@ -660,3 +690,6 @@ fn node_capacity(proc_root: &std::path::Path) -> Result<ResourceVector, AgentErr
     let cpus = i64::try_from(cpus).unwrap_or(i64::MAX).saturating_mul(1000);
     Ok(ResourceVector::cpu_memory(cpus, i64::try_from(memory).unwrap_or(i64::MAX)))
 }
+
+#[cfg(test)]
+mod node_state_tests;

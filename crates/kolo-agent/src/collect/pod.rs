@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use kolo_api::QoSClass;
 use kolo_api::kube_qos::KubeQoSClass;
 use kolo_core::clock::Timestamp;
 
@@ -83,8 +84,9 @@ struct ContainerState {
     /// `None`: invalid ID (reported once).
     files: Option<Files>,
     last: Option<Last>,
-    /// The last `memory.stat` usage read (see `container_memory_every`).
-    memory: Option<u64>,
+    /// The last sample (cores, memory bytes), carried over between the
+    /// rounds that read the container (see [`Cadence::containers`]).
+    sample: Option<(f64, u64)>,
     seen: u64,
 }
 
@@ -100,14 +102,28 @@ struct PodState {
     /// `None`: invalid UID (reported once).
     files: Option<Files>,
     last: Option<Last>,
+    /// The last `memory.stat` read (see [`Cadence::pod_memory`]).
+    memory: Option<MemoryStat>,
     containers: Vec<ContainerState>,
     seen: u64,
+    /// Rounds this pod has been collected in.
+    rounds: u64,
+    /// Spreads the pods' less frequent reads over the rounds: a pod's turn
+    /// comes when `(round + offset)` is a multiple of the cadence.
+    offset: u64,
 }
 
 impl PodState {
     fn open_count(&self) -> usize {
         self.files.as_ref().map_or(0, Files::open_count)
             + self.containers.iter().map(ContainerState::open_count).sum::<usize>()
+    }
+
+    /// Whether this round is the pod's turn for a read done every `every`
+    /// rounds. The first two rounds (the CPU baseline and the first rate)
+    /// always are, so a new pod's first sample is fresh throughout.
+    fn turn(&self, round: u64, every: u64) -> bool {
+        self.rounds <= 2 || (round + self.offset).is_multiple_of(every)
     }
 }
 
@@ -124,13 +140,50 @@ struct Budget {
     max: usize,
 }
 
+/// How often the collector reads what no decision needs every second.
+///
+/// On cgroup v1 the kernel formats `memory.stat` (about 70 lines) on
+/// every read, several times the cost of `cpuacct.usage`, and every read is
+/// a system call: at 150 pods × 2 containers, reading every file every
+/// second was most of the agent's CPU (`docs/benchmarks.md`). What must be
+/// fresh every second is read every second: every pod's CPU (CPU
+/// suppression, CPU eviction, NodeMetric) and the memory of BE pods (the
+/// pods memory eviction picks from, ordered and counted by their memory).
+/// The rest — containers (no strategy decides on a container's usage; they
+/// are reported) and the memory of pods memory eviction never picks
+/// (NodeMetric averages it over the report window; the predictor learns
+/// its peaks) — is read every few rounds, each sample carrying the last
+/// value in between, with the pods spread over the rounds. Koordinator
+/// reads everything every round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cadence {
+    /// Containers' CPU and `memory.stat`: every this many rounds (a
+    /// container's CPU is then the average since its last read).
+    pub containers: u64,
+    /// `memory.stat` of the pods that are not BE: every this many rounds.
+    pub pod_memory: u64,
+}
+
+impl Cadence {
+    /// Everything every round (as Koordinator).
+    pub const EVERY_ROUND: Cadence = Cadence { containers: 1, pod_memory: 1 };
+}
+
+impl Default for Cadence {
+    /// Containers every 10 rounds, the memory of pods that are not BE every
+    /// 5.
+    fn default() -> Cadence {
+        Cadence { containers: 10, pod_memory: 5 }
+    }
+}
+
 /// Collects pod and container CPU and memory from cgroups.
 ///
-/// The two files read per cgroup every round (CPU usage and
-/// `memory.stat`) are kept open and re-read with `pread`, up to a budget
-/// of file descriptors (default: a quarter of the soft `RLIMIT_NOFILE`,
-/// at most 16384); beyond it files are opened per read. Opening a cgroup
-/// file costs more than reading it.
+/// The two files read per cgroup (CPU usage and `memory.stat`, at the
+/// [`Cadence`]) are kept open and re-read with `pread`, up to a budget of
+/// file descriptors (default: a quarter of the soft `RLIMIT_NOFILE`, at
+/// most 16384); beyond it files are opened per read. Opening a cgroup file
+/// costs more than reading it.
 #[derive(Debug)]
 pub struct PodCollector {
     cgroups: Arc<Cgroups>,
@@ -139,19 +192,22 @@ pub struct PodCollector {
     round: u64,
     errors: Vec<CgroupError>,
     budget: Budget,
-    container_memory_every: u64,
+    cadence: Cadence,
+    /// Pods seen so far (the next new pod's read offset).
+    pods_seen: u64,
 }
 
-/// Container `memory.stat` is read every this many rounds by default.
-///
-/// On cgroup v1 the kernel builds `memory.stat` on every read, about ten
-/// times the cost of `cpuacct.usage`; at 150 pods × 2 containers reading
-/// it for every container every second alone takes about half the agent's
-/// 5 ms/s budget. Nothing kolo reports or decides uses container memory at
-/// a one-second grain (NodeMetric and the eviction order use pod memory,
-/// read every round), so containers' memory is refreshed every 10 rounds
-/// and carried over in between. Koordinator reads it every round.
-pub const DEFAULT_CONTAINER_MEMORY_EVERY: u64 = 10;
+/// One round's shared state, for the per-pod and per-container reads.
+struct RoundCtx<'a> {
+    cgroups: &'a Cgroups,
+    buf: &'a mut ReadBuf,
+    budget: &'a mut Budget,
+    errors: &'a mut Vec<CgroupError>,
+    version: CgroupVersion,
+    round: u64,
+    now_ns: i128,
+    cadence: Cadence,
+}
 
 impl PodCollector {
     /// A collector over the node's cgroups.
@@ -163,15 +219,18 @@ impl PodCollector {
             round: 0,
             errors: Vec::new(),
             budget: Budget { open: 0, max: default_max_open_files() },
-            container_memory_every: DEFAULT_CONTAINER_MEMORY_EVERY,
+            cadence: Cadence::default(),
+            pods_seen: 0,
         }
     }
 
-    /// Reads container `memory.stat` every `rounds` rounds (1: every
-    /// round, as Koordinator); in between, a container's sample carries
-    /// the last value read.
-    pub fn with_container_memory_every(mut self, rounds: u64) -> PodCollector {
-        self.container_memory_every = rounds.max(1);
+    /// Reads at `cadence` instead of the default (a cadence of 0 counts as
+    /// 1: every round).
+    pub fn with_cadence(mut self, cadence: Cadence) -> PodCollector {
+        self.cadence = Cadence {
+            containers: cadence.containers.max(1),
+            pod_memory: cadence.pod_memory.max(1),
+        };
         self
     }
 
@@ -190,120 +249,37 @@ impl PodCollector {
     pub fn collect(&mut self, pods: &[AgentPod], now: Timestamp) -> Vec<PodSample> {
         self.round += 1;
         self.errors.clear();
-        let round = self.round;
-        let now_ns = now.as_nanosecond();
-        let version = self.cgroups.version();
-        let memory_round = round.is_multiple_of(self.container_memory_every);
-        let PodCollector { cgroups, pods: states, buf, errors, budget, .. } = self;
+        let (round, cadence) = (self.round, self.cadence);
+        let PodCollector { cgroups, pods: states, buf, errors, budget, pods_seen, .. } = self;
+        let mut ctx = RoundCtx {
+            cgroups,
+            buf,
+            budget,
+            errors,
+            version: cgroups.version(),
+            round,
+            now_ns: now.as_nanosecond(),
+            cadence,
+        };
         let mut out = Vec::with_capacity(pods.len());
         for pod in pods.iter().filter(|p| !p.terminated) {
             let known = states.get(&pod.id.uid).is_some_and(|s| s.qos == pod.kube_qos);
             if !known {
-                let files = cgroups
-                    .pod_dir(pod.kube_qos, &pod.id.uid)
-                    .map_err(CgroupError::from)
-                    .and_then(|dir| Files::new(cgroups, dir));
-                let files = files.map_err(|e| errors.push(e)).ok();
-                let state = PodState {
-                    qos: pod.kube_qos,
-                    files,
-                    last: None,
-                    containers: Vec::new(),
-                    seen: round,
-                };
+                let state = new_pod_state(&mut ctx, pod, *pods_seen);
+                *pods_seen += 1;
                 if let Some(old) = states.insert(pod.id.uid.clone(), state) {
-                    budget.open -= old.open_count();
+                    ctx.budget.open -= old.open_count();
                 }
             }
             let Some(state) = states.get_mut(&pod.id.uid) else { continue };
-            state.seen = round;
-            let Some(files) = &mut state.files else { continue };
-            let Some(reading) = read(buf, version, files, budget, errors) else {
-                state.last = None;
-                budget.open -=
-                    state.containers.iter().map(ContainerState::open_count).sum::<usize>();
-                state.containers.clear();
-                continue;
-            };
-            let cpu = rate(&mut state.last, reading.cpu_ns, now_ns);
-
-            let mut containers = Vec::with_capacity(pod.containers.len());
-            for c in &pod.containers {
-                let Some(raw_id) = c.id.as_deref() else { continue };
-                let idx = match state.containers.iter().position(|s| s.raw_id == raw_id) {
-                    Some(i) => i,
-                    None => {
-                        let resolved =
-                            ContainerId::parse(raw_id).map_err(CgroupError::from).and_then(|id| {
-                                let dir = cgroups.pod_paths().container_dir(&files.dir, &id)?;
-                                Ok((id.id().to_string(), Files::new(cgroups, dir)?))
-                            });
-                        let (id, files) = match resolved {
-                            Ok((id, files)) => (id, Some(files)),
-                            Err(e) => {
-                                errors.push(e);
-                                (String::new(), None)
-                            }
-                        };
-                        state.containers.push(ContainerState {
-                            raw_id: raw_id.to_string(),
-                            id,
-                            files,
-                            last: None,
-                            memory: None,
-                            seen: round,
-                        });
-                        state.containers.len() - 1
-                    }
-                };
-                let cs = &mut state.containers[idx];
-                cs.seen = round;
-                let Some(cfiles) = &mut cs.files else { continue };
-                let reading = match cs.memory {
-                    Some(memory) if !memory_round => {
-                        read_cpu(buf, version, cfiles, budget, errors).map(|cpu| (cpu, memory))
-                    }
-                    _ => read(buf, version, cfiles, budget, errors)
-                        .map(|r| (r.cpu_ns, r.memory.usage())),
-                };
-                let Some((cpu_ns, memory)) = reading else {
-                    cs.last = None;
-                    cs.memory = None;
-                    continue;
-                };
-                cs.memory = Some(memory);
-                if let Some(cpu_cores) = rate(&mut cs.last, cpu_ns, now_ns) {
-                    containers.push(ContainerSample {
-                        name: c.name.clone(),
-                        id: cs.id.clone(),
-                        cpu_cores,
-                        memory_bytes: memory,
-                    });
-                }
-            }
-            state.containers.retain(|c| {
-                let keep = c.seen == round;
-                if !keep {
-                    budget.open -= c.open_count();
-                }
-                keep
-            });
-
-            if let Some(cpu_cores) = cpu {
-                out.push(PodSample {
-                    at: now,
-                    uid: pod.id.uid.clone(),
-                    cpu_cores,
-                    memory_bytes: reading.memory.usage(),
-                    memory_with_cache_bytes: reading.memory.usage_with_page_cache(),
-                    containers,
-                });
+            if let Some(sample) = collect_pod(&mut ctx, pod, state, now) {
+                out.push(sample);
             }
         }
         states.retain(|_, s| {
             let keep = s.seen == round;
             if !keep {
-                budget.open -= s.open_count();
+                ctx.budget.open -= s.open_count();
             }
             keep
         });
@@ -377,6 +353,142 @@ impl PodCollector {
     }
 }
 
+/// A pod's collector state at its first sighting (its files resolved once;
+/// an invalid UID is reported now and the pod never read).
+fn new_pod_state(ctx: &mut RoundCtx<'_>, pod: &AgentPod, offset: u64) -> PodState {
+    let files = ctx
+        .cgroups
+        .pod_dir(pod.kube_qos, &pod.id.uid)
+        .map_err(CgroupError::from)
+        .and_then(|dir| Files::new(ctx.cgroups, dir));
+    PodState {
+        qos: pod.kube_qos,
+        files: files.map_err(|e| ctx.errors.push(e)).ok(),
+        last: None,
+        memory: None,
+        containers: Vec::new(),
+        seen: ctx.round,
+        rounds: 0,
+        offset,
+    }
+}
+
+/// Reads one pod and its containers at the [`Cadence`]; the pod's sample
+/// once it has a CPU rate.
+fn collect_pod(
+    ctx: &mut RoundCtx<'_>,
+    pod: &AgentPod,
+    state: &mut PodState,
+    now: Timestamp,
+) -> Option<PodSample> {
+    state.seen = ctx.round;
+    state.rounds += 1;
+    // Memory eviction picks BE pods by their memory: always fresh.
+    let memory_turn = pod.qos == QoSClass::BE || state.turn(ctx.round, ctx.cadence.pod_memory);
+    let container_turn = state.turn(ctx.round, ctx.cadence.containers);
+    let files = state.files.as_mut()?;
+    let reading = match state.memory {
+        Some(memory) if !memory_turn => {
+            read_cpu(ctx, files).map(|cpu_ns| Reading { cpu_ns, memory })
+        }
+        _ => read(ctx, files),
+    };
+    let Some(reading) = reading else {
+        state.last = None;
+        state.memory = None;
+        ctx.budget.open -= state.containers.iter().map(ContainerState::open_count).sum::<usize>();
+        state.containers.clear();
+        return None;
+    };
+    state.memory = Some(reading.memory);
+    let cpu = rate(&mut state.last, reading.cpu_ns, ctx.now_ns);
+    let mut containers = Vec::with_capacity(pod.containers.len());
+    for c in &pod.containers {
+        let Some(raw_id) = c.id.as_deref() else { continue };
+        let cs = container_state(ctx, &mut state.containers, &files.dir, raw_id);
+        if let Some(sample) = collect_container(ctx, cs, &c.name, container_turn) {
+            containers.push(sample);
+        }
+    }
+    let round = ctx.round;
+    let budget = &mut *ctx.budget;
+    state.containers.retain(|c| {
+        let keep = c.seen == round;
+        if !keep {
+            budget.open -= c.open_count();
+        }
+        keep
+    });
+    Some(PodSample {
+        at: now,
+        uid: pod.id.uid.clone(),
+        cpu_cores: cpu?,
+        memory_bytes: reading.memory.usage(),
+        memory_with_cache_bytes: reading.memory.usage_with_page_cache(),
+        containers,
+    })
+}
+
+/// The state of the container `raw_id` of the pod in `pod_dir`, created
+/// (its ID validated and files resolved once) at its first sighting.
+fn container_state<'s>(
+    ctx: &mut RoundCtx<'_>,
+    containers: &'s mut Vec<ContainerState>,
+    pod_dir: &CgroupDir,
+    raw_id: &str,
+) -> &'s mut ContainerState {
+    let idx = match containers.iter().position(|s| s.raw_id == raw_id) {
+        Some(i) => i,
+        None => {
+            let cgroups = ctx.cgroups;
+            let resolved = ContainerId::parse(raw_id).map_err(CgroupError::from).and_then(|id| {
+                let dir = cgroups.pod_paths().container_dir(pod_dir, &id)?;
+                Ok((id.id().to_string(), Files::new(cgroups, dir)?))
+            });
+            let (id, files) = match resolved {
+                Ok((id, files)) => (id, Some(files)),
+                Err(e) => {
+                    ctx.errors.push(e);
+                    (String::new(), None)
+                }
+            };
+            containers.push(ContainerState {
+                raw_id: raw_id.to_string(),
+                id,
+                files,
+                last: None,
+                sample: None,
+                seen: ctx.round,
+            });
+            containers.len() - 1
+        }
+    };
+    &mut containers[idx]
+}
+
+/// One container's sample: read on its `turn` (and until it has a CPU
+/// rate), else the last one carried over.
+fn collect_container(
+    ctx: &mut RoundCtx<'_>,
+    cs: &mut ContainerState,
+    name: &str,
+    turn: bool,
+) -> Option<ContainerSample> {
+    cs.seen = ctx.round;
+    let files = cs.files.as_mut()?;
+    if turn || cs.sample.is_none() {
+        let Some(reading) = read(ctx, files) else {
+            cs.last = None;
+            cs.sample = None;
+            return None;
+        };
+        cs.sample = rate(&mut cs.last, reading.cpu_ns, ctx.now_ns)
+            .map(|cores| (cores, reading.memory.usage()));
+    }
+    let (cpu_cores, memory_bytes) = cs.sample?;
+    Some(ContainerSample { name: name.to_string(), id: cs.id.clone(), cpu_cores, memory_bytes })
+}
+
 /// A quarter of the soft open-file limit, at most 16384 (512 if unknown).
 fn default_max_open_files() -> usize {
     let soft = std::fs::read_to_string("/proc/self/limits").ok().and_then(|limits| {
@@ -406,47 +518,38 @@ fn read_one<T>(
 
 /// Reads CPU and memory of one cgroup; `None` on any failure (recorded
 /// unless the cgroup is simply not there).
-fn read(
-    buf: &mut ReadBuf,
-    version: CgroupVersion,
-    files: &mut Files,
-    budget: &mut Budget,
-    errors: &mut Vec<CgroupError>,
-) -> Option<Reading> {
-    let result = read_one(buf, &mut files.cpu, budget, |t| reader::parse_cpu_usage(version, t))
-        .and_then(|cpu_ns| {
-            let memory = read_one(buf, &mut files.memory, budget, |t| {
-                reader::parse_memory_stat(version, t)
-            })?;
-            Ok(Reading { cpu_ns, memory })
-        });
-    match result {
-        Ok(r) => Some(r),
-        Err(e) => {
-            if !e.is_not_found() {
-                errors.push(e);
-            }
-            None
-        }
-    }
+fn read(ctx: &mut RoundCtx<'_>, files: &mut Files) -> Option<Reading> {
+    let version = ctx.version;
+    let result =
+        read_one(ctx.buf, &mut files.cpu, ctx.budget, |t| reader::parse_cpu_usage(version, t))
+            .and_then(|cpu_ns| {
+                let memory = read_one(ctx.buf, &mut files.memory, ctx.budget, |t| {
+                    reader::parse_memory_stat(version, t)
+                })?;
+                Ok(Reading { cpu_ns, memory })
+            });
+    ctx.keep(result)
 }
 
 /// Like [`read`], CPU usage only.
-fn read_cpu(
-    buf: &mut ReadBuf,
-    version: CgroupVersion,
-    files: &mut Files,
-    budget: &mut Budget,
-    errors: &mut Vec<CgroupError>,
-) -> Option<u64> {
-    match read_one(buf, &mut files.cpu, budget, |t| reader::parse_cpu_usage(version, t)) {
-        Ok(cpu_ns) => Some(cpu_ns),
-        Err(e) => {
-            if !e.is_not_found() {
-                errors.push(e);
-            }
-            None
-        }
+fn read_cpu(ctx: &mut RoundCtx<'_>, files: &mut Files) -> Option<u64> {
+    let version = ctx.version;
+    let result =
+        read_one(ctx.buf, &mut files.cpu, ctx.budget, |t| reader::parse_cpu_usage(version, t));
+    ctx.keep(result)
+}
+
+impl RoundCtx<'_> {
+    /// The value, or `None` with the error recorded (unless the cgroup is
+    /// simply not there).
+    fn keep<T>(&mut self, result: Result<T, CgroupError>) -> Option<T> {
+        result
+            .map_err(|e| {
+                if !e.is_not_found() {
+                    self.errors.push(e)
+                }
+            })
+            .ok()
     }
 }
 
@@ -534,7 +637,7 @@ mod tests {
     fn v1_cpu_and_memory_with_baseline_first() {
         let (tree, pod, ctrs) = v1_tree();
         let cg = Arc::new(tree.cgroups());
-        let mut col = PodCollector::new(cg).with_container_memory_every(1);
+        let mut col = PodCollector::new(cg).with_cadence(Cadence::EVERY_ROUND);
         let pods = [agent_pod(
             UID,
             KubeQoSClass::Burstable,
@@ -570,24 +673,80 @@ mod tests {
     }
 
     #[test]
-    fn container_memory_is_refreshed_every_n_rounds_and_pod_memory_every_round() {
-        let (tree, pod, ctrs) = v1_tree();
-        let mut col = PodCollector::new(Arc::new(tree.cgroups())).with_container_memory_every(3);
-        let pods = [agent_pod(UID, KubeQoSClass::Burstable, &[("a", Some("containerd://aaa"))])];
-        let memory = |col: &mut PodCollector, at: f64| {
-            let s = col.collect(&pods, t(at));
-            (s[0].memory_bytes >> 20, s[0].containers[0].memory_bytes >> 20)
-        };
-        set_v1(&tree, &pod, 1, 100 << 20);
-        set_v1(&tree, &ctrs[0], 1, 60 << 20);
-        assert!(col.collect(&pods, t(1.0)).is_empty(), "round 1: baseline, memory read");
-        set_v1(&tree, &pod, 2, 110 << 20);
-        set_v1(&tree, &ctrs[0], 2, 70 << 20);
-        assert_eq!(memory(&mut col, 2.0), (110, 60), "round 2: the container's is carried over");
-        assert_eq!(memory(&mut col, 3.0), (110, 70), "round 3: refreshed");
-        set_v1(&tree, &pod, 3, 120 << 20);
-        set_v1(&tree, &ctrs[0], 3, 80 << 20);
-        assert_eq!(memory(&mut col, 4.0), (120, 70), "round 4: carried over again");
+    fn containers_and_ls_pod_memory_are_read_at_their_cadence_be_pod_memory_every_round() {
+        /// What the files say (pod memory MiB, container CPU seconds,
+        /// container memory MiB) and the samples wanted for an LS and a BE
+        /// pod (pod memory MiB, container cores, container memory MiB).
+        type Round = (u64, f64, u64, Option<(u64, f64, u64)>, Option<(u64, f64, u64)>);
+        // Rounds at t = 1..=6 s; in each, what the files say (pod memory,
+        // container CPU seconds, container memory) and what the samples
+        // must show for an LS pod and a BE pod (pod memory MiB, container
+        // cores, container memory MiB). Cadence: containers every 3
+        // rounds, LS pod memory every 2; both always in the first two.
+        #[rustfmt::skip]
+        let rounds: [Round; 6] = [
+            // files                 LS pod sample          BE pod sample
+            (100, 1.0, 60,  None,                    None),                    // baseline
+            (110, 1.5, 70,  Some((110, 0.5, 70)),    Some((110, 0.5, 70))),    // first rate: all fresh
+            (120, 2.5, 80,  Some((110, 1.0, 80)),    Some((120, 1.0, 80))),    // containers' turn
+            (130, 4.5, 90,  Some((130, 1.0, 80)),    Some((130, 1.0, 80))),    // LS memory's turn
+            (140, 5.0, 95,  Some((130, 1.0, 80)),    Some((140, 1.0, 80))),    // nobody's turn
+            (150, 5.5, 99,  Some((150, 1.0, 99)),    Some((150, 1.0, 99))),    // both: CPU over 3 s
+        ];
+        for be in [false, true] {
+            let (tree, pod, ctrs) = v1_tree();
+            let cadence = Cadence { containers: 3, pod_memory: 2 };
+            let mut col = PodCollector::new(Arc::new(tree.cgroups())).with_cadence(cadence);
+            let mut p = agent_pod(UID, KubeQoSClass::Burstable, &[("a", Some("containerd://aaa"))]);
+            if be {
+                p.qos = QoSClass::BE;
+            }
+            for (i, (pod_mib, ctr_secs, ctr_mib, ls, be_want)) in rounds.iter().enumerate() {
+                let at = i as f64 + 1.0;
+                set_v1(&tree, &pod, (at * 1e9) as u64, pod_mib << 20);
+                set_v1(&tree, &ctrs[0], (ctr_secs * 1e9) as u64, ctr_mib << 20);
+                let got = col.collect(std::slice::from_ref(&p), t(at)).first().map(|s| {
+                    let c = &s.containers[0];
+                    (s.memory_bytes >> 20, c.cpu_cores, c.memory_bytes >> 20)
+                });
+                let want = if be { be_want } else { ls };
+                let close = match (got, want) {
+                    (Some(g), Some(w)) => g.0 == w.0 && (g.1 - w.1).abs() < 1e-9 && g.2 == w.2,
+                    (g, w) => g.is_none() && w.is_none(),
+                };
+                assert!(close, "BE {be}, round {}: got {got:?}, want {want:?}", i + 1);
+            }
+        }
+    }
+
+    #[test]
+    fn pods_take_turns_over_the_rounds() {
+        // Ten LS pods, pod memory every 5 rounds: after the first two
+        // rounds each round reads the memory of two of them, not all ten
+        // at once.
+        let tree = Tree::v1(CgroupDriver::Cgroupfs);
+        let uids: Vec<String> =
+            (0..10).map(|i| format!("{}{i:02}", &UID[..UID.len() - 2])).collect();
+        let pods: Vec<AgentPod> =
+            uids.iter().map(|u| agent_pod(u, KubeQoSClass::Burstable, &[])).collect();
+        let cadence = Cadence { containers: 10, pod_memory: 5 };
+        let mut col = PodCollector::new(Arc::new(tree.cgroups())).with_cadence(cadence);
+        let mut mib = 1u64;
+        let mut changed_per_round = Vec::new();
+        let mut last: Vec<u64> = Vec::new();
+        for round in 1..=12u64 {
+            mib += 1;
+            for u in &uids {
+                set_v1(&tree, &format!("kubepods/burstable/pod{u}"), round * 1_000_000, mib << 20);
+            }
+            let samples = col.collect(&pods, t(round as f64));
+            let now: Vec<u64> = samples.iter().map(|s| s.memory_bytes >> 20).collect();
+            if round > 2 {
+                changed_per_round.push(now.iter().zip(&last).filter(|(a, b)| a != b).count());
+            }
+            last = now;
+        }
+        assert_eq!(changed_per_round, vec![2; 10], "pods whose memory was re-read, per round");
     }
 
     #[test]

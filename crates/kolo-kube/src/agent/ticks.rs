@@ -5,7 +5,7 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use kolo_agent::agent::Agent;
+use kolo_agent::agent::{Agent, NodeStateCache};
 use kolo_agent::pods::PodSource;
 use kolo_agent::qos::{Probe, QosLoop, RoundPlan};
 use kolo_api::crd::{NodeMetricSpec, NodeSLOSpec};
@@ -30,13 +30,23 @@ pub struct QosDriver {
     metric: Option<watch::Receiver<Option<NodeMetricSpec>>>,
     report_interval: Option<watch::Sender<Duration>>,
     applied_generation: u64,
+    /// The last round's node state, refreshed rather than rebuilt.
+    state: NodeStateCache,
 }
 
 impl QosDriver {
     /// A driver handing `qos`'s plans to `sink`.
     pub fn new(qos: QosLoop, sink: Box<dyn PlanSink + Send>) -> QosDriver {
         let applied_generation = qos.collect().policy_generation;
-        QosDriver { qos, sink, slo: None, metric: None, report_interval: None, applied_generation }
+        QosDriver {
+            qos,
+            sink,
+            slo: None,
+            metric: None,
+            report_interval: None,
+            applied_generation,
+            state: NodeStateCache::default(),
+        }
     }
 
     /// Follows the node's NodeSLO from `rx` (kept while it holds none).
@@ -74,8 +84,8 @@ impl QosDriver {
         probe: Probe,
     ) -> RoundPlan {
         self.follow_inputs();
-        let mut state = agent.node_state(now);
-        let round = round_step(&mut self.qos, &mut state, now, probe, self.sink.as_mut());
+        let state = agent.refresh_node_state(&mut self.state, now);
+        let round = round_step(&mut self.qos, state, now, probe, self.sink.as_mut());
         agent.set_collect(&round.collect);
         if round.collect.policy_generation != self.applied_generation {
             self.applied_generation = round.collect.policy_generation;
