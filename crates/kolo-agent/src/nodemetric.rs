@@ -427,7 +427,8 @@ mod tests {
     use crate::predictor::{NodeItem, Prediction};
     use crate::sample::{NodeSample, PodSample};
 
-    const EXAMPLE: &str = "../../../shared/spec/examples/nodemetric-master-01.yaml";
+    /// A NodeMetric dumped from a Koordinator cluster (in the repository).
+    const EXAMPLE: &str = "../kolo-api/tests/fixtures/nodemetric-master-01.yaml";
 
     fn spec(
         aggregate: Option<i64>,

@@ -3,10 +3,10 @@
 //! are all bound, none twice, and the scheduler keeps running.
 //!
 //! Restarting the API server would break the other tests that share the
-//! test cluster, so this test starts a cluster of its own with the same
-//! tool (`KOLO_KUBE_TEST_CLUSTER`, default `../shared/tools/kube-test-cluster`),
-//! and restarts its kube-apiserver with the exact command line it was
-//! started with (etcd, and so every object, stays).
+//! test cluster, so this test starts an API-only cluster of its own with the
+//! same tool (`scripts/cluster start --api-only`), and restarts its
+//! kube-apiserver with the exact command line it was started with (etcd,
+//! and so every object, stays).
 
 mod common;
 mod e2e_common;
@@ -36,7 +36,7 @@ struct Cluster {
 impl Cluster {
     fn start(tool: PathBuf, dir: PathBuf) -> Cluster {
         let mut cmd = Command::new(&tool);
-        cmd.args(["start", dir.to_str().unwrap()]).env("KOLO_TEST_CLUSTER_PORTS", "auto");
+        cmd.args(["start", "--api-only", dir.to_str().unwrap()]);
         run(&mut cmd, None);
         Cluster { tool, dir }
     }
@@ -169,16 +169,16 @@ fn scheduler_survives_an_apiserver_restart_without_double_binding() {
     if common::kubeconfig("e2e_restart").is_none() {
         return;
     }
-    let tool = std::env::var_os("KOLO_KUBE_TEST_CLUSTER")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("../shared/tools/kube-test-cluster"));
-    if !tool.exists() {
+    let tool = workspace_root().join("scripts/cluster");
+    let cache = std::env::var_os("KOLO_CLUSTER_CACHE")
+        .map_or_else(|| PathBuf::from("/var/cache/kolo-cluster"), PathBuf::from);
+    if !cache.join("bin/kube-apiserver").exists() {
         // Straight to stderr, past the harness's capture, so the skip shows.
         let _ = writeln!(
             std::io::stderr(),
-            "\n*** SKIPPED e2e_restart test: the cluster tool {} is missing \
-             (set KOLO_KUBE_TEST_CLUSTER). ***",
-            tool.display()
+            "\n*** SKIPPED e2e_restart test: the Kubernetes binaries are not built in {} \
+             (run scripts/cluster build, or scripts/test). ***",
+            cache.display()
         );
         return;
     }

@@ -3,7 +3,7 @@
 //! and `kolo snapshot inspect` reads `kubectl get -o yaml` output.
 //!
 //! Runs when `KOLO_TEST_KUBECONFIG` names a kubeconfig (for example the one
-//! `../shared/tools/kube-test-cluster start` prints, which `scripts/test`
+//! `scripts/cluster start --api-only` prints, which `scripts/test`
 //! sets up); otherwise it says loudly that it skipped.
 
 use std::path::Path;

@@ -4,7 +4,7 @@
 //! `kubectl get nodes,pods,nodemetrics -A -o yaml`, and scheduled.
 //!
 //! Runs when `KOLO_TEST_KUBECONFIG` names a kubeconfig (for example the one
-//! `../shared/tools/kube-test-cluster start` prints, which `scripts/test`
+//! `scripts/cluster start --api-only` prints, which `scripts/test`
 //! sets up); otherwise it says loudly that it skipped.
 //!
 //! Everything it creates carries a unique name and the label

@@ -8,7 +8,7 @@
 //! profile, one is denied by the QoS validation.
 //!
 //! Runs when `KOLO_TEST_KUBECONFIG` names a kubeconfig (for example the one
-//! `../shared/tools/kube-test-cluster start` prints, which `scripts/test`
+//! `scripts/cluster start --api-only` prints, which `scripts/test`
 //! sets up); otherwise it says loudly that it skipped.
 //!
 //! Everything it creates carries a unique name; the webhook configurations
