@@ -1,0 +1,134 @@
+//! On a real node (`scripts/cluster`): `kolo agent cluster` reads the pods
+//! from the real kubelet (`/pods`), measures them in the cgroups the kubelet
+//! created (under its own cgroup root), and writes the node's NodeMetric
+//! with the busy pod's CPU — what the kubelet runs, measured where it runs.
+//!
+//! Needs `KOLO_TEST_NODE_KUBECONFIG`, `KOLO_TEST_NODE_NAME`,
+//! `KOLO_TEST_NODE_KUBELET` and `KOLO_TEST_NODE_CGROUP_ROOT`, which
+//! `scripts/test` sets when it starts the one-node cluster; skips loudly
+//! without them.
+
+mod common;
+mod e2e_common;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::{cleanup, kubectl, run};
+use e2e_common::{Daemon, create, get_json, wait_for};
+
+const TIMEOUT: Duration = Duration::from_secs(90);
+
+struct Node {
+    config: PathBuf,
+    name: String,
+    kubelet: String,
+    cgroup_root: String,
+}
+
+fn node(test: &str) -> Option<Node> {
+    let var = |name: &str| std::env::var(name).ok();
+    match (
+        var("KOLO_TEST_NODE_KUBECONFIG"),
+        var("KOLO_TEST_NODE_NAME"),
+        var("KOLO_TEST_NODE_KUBELET"),
+        var("KOLO_TEST_NODE_CGROUP_ROOT"),
+    ) {
+        (Some(config), Some(name), Some(kubelet), Some(cgroup_root)) => {
+            Some(Node { config: config.into(), name, kubelet, cgroup_root })
+        }
+        _ => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "\n*** SKIPPED {test} test: KOLO_TEST_NODE_* are not set. Run scripts/test \
+                 (which starts a one-node cluster with scripts/cluster) to run it. ***"
+            );
+            None
+        }
+    }
+}
+
+/// A pod on the node spinning one CPU-bound loop under a 300m CPU limit.
+fn busy_pod(name: &str, namespace: &str, node: &str) -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace,
+                     "labels": {"koordinator.sh/qosClass": "LS"}},
+        "spec": {
+            "nodeName": node,
+            "terminationGracePeriodSeconds": 1,
+            "containers": [{
+                "name": "spin",
+                "image": "docker.io/local/busybox:1",
+                "imagePullPolicy": "Never",
+                "command": ["sh", "-c", "while :; do :; done"],
+                "resources": {"requests": {"cpu": "300m", "memory": "32Mi"},
+                              "limits": {"cpu": "300m", "memory": "64Mi"}},
+            }],
+        },
+    })
+}
+
+/// The CPU (milli-cores) the node's NodeMetric reports for the pod.
+fn reported_cpu(config: &Path, node: &str, namespace: &str, pod: &str) -> Option<i64> {
+    let metric = get_json(config, &["nodemetric", node])?;
+    let pods = metric["status"]["podsMetric"].as_array()?;
+    let entry = pods.iter().find(|p| p["namespace"] == namespace && p["name"] == pod)?;
+    let cpu = entry["podUsage"]["resources"]["cpu"].as_str()?;
+    kolo_api::quantity::Quantity::parse(cpu).ok().map(|q| q.milli_value())
+}
+
+#[test]
+fn the_agent_reports_what_the_kubelet_runs_from_its_cgroups() {
+    let Some(node) = node("node_agent") else { return };
+    let config = &node.config;
+    let id = e2e_common::run_id("agent");
+    e2e_common::install_crds(config);
+    run(kubectl(config).args(["create", "namespace", &id]), None);
+    struct Cleanup<'a>(&'a Path, String, String);
+    impl Drop for Cleanup<'_> {
+        fn drop(&mut self) {
+            let ns = self.1.as_str();
+            let steps = vec![
+                vec!["delete", "pods", "--all", "-n", ns, "--grace-period=1"],
+                vec!["delete", "nodemetric", self.2.as_str(), "--ignore-not-found"],
+                vec!["delete", "namespace", ns, "--wait=false"],
+            ];
+            cleanup(self.0, &steps, ns);
+        }
+    }
+    let _cleanup = Cleanup(config, id.clone(), node.name.clone());
+
+    create(config, &busy_pod("spin", &id, &node.name));
+    wait_for("the busy pod to run", TIMEOUT, || {
+        let pod = get_json(config, &["pod", "spin", "-n", &id])?;
+        (pod["status"]["phase"] == "Running").then_some(())
+    });
+
+    let agent = Daemon::start(
+        "node-agent",
+        &[
+            "agent",
+            "cluster",
+            "--kubeconfig",
+            config.to_str().unwrap(),
+            "--node-name",
+            &node.name,
+            "--kubelet",
+            &node.kubelet,
+            "--kubelet-cgroup-root",
+            &node.cgroup_root,
+            "--report-interval-seconds",
+            "2",
+            "--listen",
+            "127.0.0.1:0",
+        ],
+    );
+    // The limit holds the loop at 300m; the kernel's CFS accounting lets a
+    // window read a little over or under.
+    let cpu = wait_for("the NodeMetric to report the busy pod", TIMEOUT, || {
+        reported_cpu(config, &node.name, &id, "spin").filter(|cpu| *cpu >= 150)
+    });
+    assert!((150..=400).contains(&cpu), "busy pod reported at {cpu}m\n{}", agent.log());
+}
