@@ -380,9 +380,7 @@ impl<S: PodSource> Agent<S> {
     /// eviction history is empty: the QoS loop keeps it
     /// ([`crate::qos::QosLoop::round`]).
     pub fn node_state(&self, now: Timestamp) -> NodeState {
-        let mut cache = NodeStateCache::default();
-        self.refresh_node_state(&mut cache, now);
-        cache.state.unwrap_or_else(|| self.node_fields(now, Vec::new()))
+        self.node_state_of(self.pod_states.clone(), now)
     }
 
     /// [`Agent::node_state`] into `cache`, reusing the pods' states it holds
@@ -393,11 +391,17 @@ impl<S: PodSource> Agent<S> {
         cache: &'c mut NodeStateCache,
         now: Timestamp,
     ) -> &'c mut NodeState {
-        let reuse = cache.generation == Some(self.pod_generation);
-        let mut pods = match cache.state.take() {
-            Some(previous) if reuse => previous.pods,
+        let pods = match cache.state.take() {
+            Some(previous) if cache.generation == Some(self.pod_generation) => previous.pods,
             _ => self.pod_states.clone(),
         };
+        cache.generation = Some(self.pod_generation);
+        cache.state.insert(self.node_state_of(pods, now))
+    }
+
+    /// The node state around `pods` (this agent's pod states, in its
+    /// order), their usage set from the last round's samples.
+    fn node_state_of(&self, mut pods: Vec<PodState>, now: Timestamp) -> NodeState {
         let samples: HashMap<&str, &PodSample> =
             self.last_samples.iter().map(|s| (s.uid.as_str(), s)).collect();
         // After a fast-path surge, the BE pods' CPU is what the BE cgroup
@@ -410,8 +414,7 @@ impl<S: PodSource> Agent<S> {
             let scale = if p.is_be() { be_scale.unwrap_or(1.0) } else { 1.0 };
             set_usage(p, samples.get(p.pod.id.uid.as_str()).copied(), scale);
         }
-        cache.generation = Some(self.pod_generation);
-        cache.state.insert(self.node_fields(now, pods))
+        self.node_fields(now, pods)
     }
 
     /// The node-level fields of [`Agent::node_state`] around `pods`.

@@ -53,6 +53,13 @@ pub struct AgentPod {
 }
 
 impl AgentPod {
+    /// Whether the pod is BE: the pods the strategies may throttle or evict,
+    /// and whose memory the collector reads every round for memory
+    /// eviction.
+    pub fn is_be(&self) -> bool {
+        self.qos == QoSClass::BE
+    }
+
     /// Builds the agent's view of a pod. Fails on the same malformed fields
     /// [`PodView::from_pod`] rejects (its error names the field).
     pub fn from_pod(pod: &Pod) -> Result<AgentPod, kolo_core::pod::PodViewError> {

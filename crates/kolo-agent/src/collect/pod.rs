@@ -11,7 +11,6 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use kolo_api::QoSClass;
 use kolo_api::kube_qos::KubeQoSClass;
 use kolo_core::clock::Timestamp;
 
@@ -384,7 +383,7 @@ fn collect_pod(
     state.seen = ctx.round;
     state.rounds += 1;
     // Memory eviction picks BE pods by their memory: always fresh.
-    let memory_turn = pod.qos == QoSClass::BE || state.turn(ctx.round, ctx.cadence.pod_memory);
+    let memory_turn = pod.is_be() || state.turn(ctx.round, ctx.cadence.pod_memory);
     let container_turn = state.turn(ctx.round, ctx.cadence.containers);
     let files = state.files.as_mut()?;
     let reading = match state.memory {

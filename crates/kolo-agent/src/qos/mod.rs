@@ -13,7 +13,6 @@
 
 use std::collections::BTreeMap;
 
-use kolo_api::QoSClass;
 use kolo_api::crd::NodeSLOSpec;
 use kolo_core::clock::Timestamp;
 use kolo_core::cpuset::CpuSet;
@@ -81,7 +80,7 @@ pub struct PodState {
 impl PodState {
     /// Whether strategies may throttle or evict this pod: BE pods only.
     pub fn is_be(&self) -> bool {
-        self.pod.qos == QoSClass::BE
+        self.pod.is_be()
     }
 
     /// The state of a Pod object on a node with these cgroup paths, with
