@@ -10,44 +10,15 @@
 
 mod common;
 mod e2e_common;
+mod node_common;
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
-use common::{cleanup, kubectl, run};
 use e2e_common::{Daemon, create, get_json, wait_for};
+use node_common::{TestNamespace, busybox_container, real_node};
 
 const TIMEOUT: Duration = Duration::from_secs(90);
-
-struct Node {
-    config: PathBuf,
-    name: String,
-    kubelet: String,
-    cgroup_root: String,
-}
-
-fn node(test: &str) -> Option<Node> {
-    let var = |name: &str| std::env::var(name).ok();
-    match (
-        var("KOLO_TEST_NODE_KUBECONFIG"),
-        var("KOLO_TEST_NODE_NAME"),
-        var("KOLO_TEST_NODE_KUBELET"),
-        var("KOLO_TEST_NODE_CGROUP_ROOT"),
-    ) {
-        (Some(config), Some(name), Some(kubelet), Some(cgroup_root)) => {
-            Some(Node { config: config.into(), name, kubelet, cgroup_root })
-        }
-        _ => {
-            let _ = writeln!(
-                std::io::stderr(),
-                "\n*** SKIPPED {test} test: KOLO_TEST_NODE_* are not set. Run scripts/test \
-                 (which starts a one-node cluster with scripts/cluster) to run it. ***"
-            );
-            None
-        }
-    }
-}
 
 /// A pod on the node spinning one CPU-bound loop under a 300m CPU limit.
 fn busy_pod(name: &str, namespace: &str, node: &str) -> serde_json::Value {
@@ -58,14 +29,7 @@ fn busy_pod(name: &str, namespace: &str, node: &str) -> serde_json::Value {
         "spec": {
             "nodeName": node,
             "terminationGracePeriodSeconds": 1,
-            "containers": [{
-                "name": "spin",
-                "image": "docker.io/local/busybox:1",
-                "imagePullPolicy": "Never",
-                "command": ["sh", "-c", "while :; do :; done"],
-                "resources": {"requests": {"cpu": "300m", "memory": "32Mi"},
-                              "limits": {"cpu": "300m", "memory": "64Mi"}},
-            }],
+            "containers": [busybox_container("spin", "while :; do :; done", "300m", "300m")],
         },
     })
 }
@@ -81,24 +45,16 @@ fn reported_cpu(config: &Path, node: &str, namespace: &str, pod: &str) -> Option
 
 #[test]
 fn the_agent_reports_what_the_kubelet_runs_from_its_cgroups() {
-    let Some(node) = node("node_agent") else { return };
+    let Some(node) = real_node("node_agent") else { return };
     let config = &node.config;
     let id = e2e_common::run_id("agent");
     e2e_common::install_crds(config);
-    run(kubectl(config).args(["create", "namespace", &id]), None);
-    struct Cleanup<'a>(&'a Path, String, String);
-    impl Drop for Cleanup<'_> {
-        fn drop(&mut self) {
-            let ns = self.1.as_str();
-            let steps = vec![
-                vec!["delete", "pods", "--all", "-n", ns, "--grace-period=1"],
-                vec!["delete", "nodemetric", self.2.as_str(), "--ignore-not-found"],
-                vec!["delete", "namespace", ns, "--wait=false"],
-            ];
-            cleanup(self.0, &steps, ns);
-        }
-    }
-    let _cleanup = Cleanup(config, id.clone(), node.name.clone());
+    let _namespace = TestNamespace::create(&node, &id).also_delete(&[
+        "delete",
+        "nodemetric",
+        &node.name,
+        "--ignore-not-found",
+    ]);
 
     create(config, &busy_pod("spin", &id, &node.name));
     wait_for("the busy pod to run", TIMEOUT, || {

@@ -5,40 +5,23 @@
 //! reaches Running with its container ready, in the cgroup the kubelet made
 //! for it under the node's kubepods tree.
 //!
-//! Needs `KOLO_TEST_NODE_KUBECONFIG` (and `KOLO_TEST_NODE_NAME`), which
-//! `scripts/test` sets when it starts the one-node cluster; skips loudly
-//! without them.
+//! Needs the `KOLO_TEST_NODE_*` variables `scripts/test` sets when it
+//! starts the one-node cluster; skips loudly without them.
 
 mod common;
 mod e2e_common;
+mod node_common;
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
-use common::{cleanup, kubectl, run};
+use common::{kubectl, run};
 use e2e_common::{Daemon, component_args, create, get_json, scheduler_config, wait_for};
+use node_common::{TestNamespace, busybox_container, real_node};
 
 /// Pulling nothing (the image is local), a pod starts in a few seconds; the
 /// bound leaves room for a busy machine.
 const TIMEOUT: Duration = Duration::from_secs(90);
-
-fn node_cluster(test: &str) -> Option<(PathBuf, String)> {
-    let config = std::env::var_os("KOLO_TEST_NODE_KUBECONFIG").map(PathBuf::from);
-    let node = std::env::var("KOLO_TEST_NODE_NAME").ok();
-    match (config, node) {
-        (Some(config), Some(node)) => Some((config, node)),
-        _ => {
-            let _ = writeln!(
-                std::io::stderr(),
-                "\n*** SKIPPED {test} test: KOLO_TEST_NODE_KUBECONFIG / KOLO_TEST_NODE_NAME are \
-                 not set. Run scripts/test (which starts a one-node cluster with \
-                 scripts/cluster) to run it. ***"
-            );
-            None
-        }
-    }
-}
 
 fn deployment(name: &str, namespace: &str, scheduler: &str, node: &str) -> serde_json::Value {
     serde_json::json!({
@@ -53,14 +36,9 @@ fn deployment(name: &str, namespace: &str, scheduler: &str, node: &str) -> serde
                     "schedulerName": scheduler,
                     "nodeSelector": {"kubernetes.io/hostname": node},
                     "terminationGracePeriodSeconds": 1,
-                    "containers": [{
-                        "name": "c",
-                        "image": "docker.io/local/busybox:1",
-                        "imagePullPolicy": "Never",
-                        "command": ["sh", "-c", "echo started; exec sleep 3600"],
-                        "resources": {"requests": {"cpu": "100m", "memory": "32Mi"},
-                                      "limits": {"cpu": "200m", "memory": "64Mi"}},
-                    }],
+                    "containers": [busybox_container(
+                        "c", "echo started; exec sleep 3600", "100m", "200m",
+                    )],
                 },
             },
         },
@@ -75,54 +53,43 @@ fn the_pod(config: &Path, namespace: &str, app: &str) -> Option<serde_json::Valu
 
 #[test]
 fn a_deployment_scheduled_by_kolo_runs_on_the_real_node() {
-    let Some((config, node)) = node_cluster("node_deploy") else { return };
+    let Some(real) = real_node("node_deploy") else { return };
+    let (config, node) = (&real.config, &real.name);
     let id = e2e_common::run_id("node");
-    e2e_common::install_crds(&config);
-    run(kubectl(&config).args(["create", "namespace", &id]), None);
-    struct Cleanup<'a>(&'a Path, String);
-    impl Drop for Cleanup<'_> {
-        fn drop(&mut self) {
-            let ns = self.1.as_str();
-            let steps = vec![
-                vec!["delete", "deployments,pods", "--all", "-n", ns, "--grace-period=1"],
-                vec!["delete", "namespace", ns, "--wait=false"],
-            ];
-            cleanup(self.0, &steps, ns);
-        }
-    }
-    let _cleanup = Cleanup(&config, id.clone());
+    e2e_common::install_crds(config);
+    let _namespace = TestNamespace::create(&real, &id);
     let dir = tempfile::tempdir().unwrap();
     let mut args = vec!["scheduler".to_string()];
-    args.extend(component_args(&config));
+    args.extend(component_args(config));
     args.extend(["--config".into(), scheduler_config(dir.path(), &id).display().to_string()]);
     args.push("--leader-elect=false".into());
     let scheduler = Daemon::start("node-scheduler", &args);
 
-    create(&config, &deployment("web", &id, &id, &node));
+    create(config, &deployment("web", &id, &id, node));
     let pod = wait_for("the pod to run", TIMEOUT, || {
-        let pod = the_pod(&config, &id, "web")?;
+        let pod = the_pod(config, &id, "web")?;
         let ready = pod["status"]["containerStatuses"][0]["ready"].as_bool() == Some(true);
         (pod["status"]["phase"] == "Running" && ready).then_some(pod)
     });
     assert_eq!(pod["spec"]["nodeName"], node.as_str(), "{pod}\n{}", scheduler.log());
     let name = pod["metadata"]["name"].as_str().unwrap();
     let scheduled = get_json(
-        &config,
+        config,
         &["events", "-n", &id, "--field-selector", &format!("involvedObject.name={name}")],
     )
     .unwrap();
     let by_kolo = scheduled["items"].as_array().unwrap().iter().any(|e| {
-        let from = |field: &str| e[field].as_str() == Some("kolo-scheduler");
         e["reason"] == "Scheduled"
-            && (from("reportingComponent") || e["source"]["component"] == "kolo-scheduler")
+            && (e["reportingComponent"] == "kolo-scheduler"
+                || e["source"]["component"] == "kolo-scheduler")
     });
     assert!(by_kolo, "no Scheduled Event from kolo-scheduler: {scheduled}");
     // The kubelet started the container: its output, and its cgroup is
     // the pod's under the node's burstable QoS tree.
-    let logs = run(kubectl(&config).args(["logs", "-n", &id, name]), None).stdout;
+    let logs = run(kubectl(config).args(["logs", "-n", &id, name]), None).stdout;
     assert_eq!(String::from_utf8_lossy(&logs).trim(), "started");
     let cgroup = run(
-        kubectl(&config).args(["exec", "-n", &id, name, "--", "cat", "/proc/self/cgroup"]),
+        kubectl(config).args(["exec", "-n", &id, name, "--", "cat", "/proc/self/cgroup"]),
         None,
     )
     .stdout;
