@@ -260,6 +260,11 @@ pub struct NodeState {
     pub cfs: BTreeMap<CgroupDir, CfsState>,
     /// BE CPU over `cpuEvictTimeWindowSeconds`, when that is configured.
     pub be_usage_window: Option<BeUsageWindow>,
+    /// The kubelet, where the pods come from, failed its last pod sync
+    /// (unreachable, or answering with no pods as it does while starting):
+    /// it may be restarting, and a starting kubelet writes `cpu.shares` on
+    /// the BE QoS dir, which the kernel refuses while `cpu.idle` is 1.
+    pub kubelet_down: bool,
 }
 
 /// A cgroup write and why.
@@ -379,6 +384,7 @@ pub fn default_strategies() -> Vec<Box<dyn Strategy>> {
         Box::new(cpu_burst::CpuBurst),
         Box::new(cfs_quota_burst::CfsQuotaBurst),
         Box::new(memory_qos::MemoryQos),
+        Box::new(cpuset_bind::CpusetBind),
         Box::new(cpu_suppress::CpuSuppress),
         Box::new(cpu_evict::CpuEvict),
         Box::new(memory_evict::MemoryEvict),
@@ -392,6 +398,7 @@ pub mod cpu_burst;
 pub mod cpu_evict;
 pub mod cpu_pools;
 pub mod cpu_suppress;
+pub mod cpuset_bind;
 pub mod eviction_order;
 pub mod figures;
 pub mod memory_evict;

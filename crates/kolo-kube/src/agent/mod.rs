@@ -10,6 +10,7 @@
 //! * [`nodemetric`]: watches the node's NodeMetric spec, writes its status;
 //! * [`report`]: writes the status on the spec's report interval;
 //! * [`nodeslo`]: watches the node's NodeSLO;
+//! * [`topology`]: the node's CPU topology annotation, for cpusets;
 //! * [`watch`]: the watch of one object named after the node;
 //! * [`eviction`]: evicts pods through the Eviction API.
 
@@ -22,6 +23,7 @@ pub mod report;
 pub mod run;
 pub mod source;
 pub mod ticks;
+pub mod topology;
 pub mod watch;
 
 pub use driver::{CgroupSink, DryRunSink, PlanSink, round_step};

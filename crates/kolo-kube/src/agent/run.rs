@@ -1,7 +1,7 @@
 //! Running the agent on a real node: the tick loop, the QoS rounds and
 //! where their plans go, the metrics endpoints, and in a cluster the
-//! NodeSLO and NodeMetric watches, the NodeMetric status writer and
-//! Eviction API evictions. The binary only turns its arguments into an
+//! NodeSLO and NodeMetric watches, the NodeMetric status writer, the CPU
+//! topology annotation and Eviction API evictions. The binary only turns its arguments into an
 //! [`AgentRun`].
 
 use std::net::SocketAddr;
@@ -22,6 +22,7 @@ use super::nodeslo::watch_node_slo;
 use super::report::report_every;
 use super::source::{Source, SourceConfig, SourceError, build_agent};
 use super::ticks::{self, QosDriver, run_ticks};
+use super::topology::publish_cpu_topology;
 use crate::error::KubeError;
 use crate::health::Health;
 
@@ -74,6 +75,7 @@ pub fn run(config: AgentRun) -> Result<(), AgentRunError> {
     let interval = config.agent.interval;
     let dry_run = config.agent.dry_run;
     let node = config.agent.node_name.clone();
+    let sys_root = config.agent.sys_root.clone();
     let agent = Arc::new(Mutex::new(build_agent(config.agent.clone(), &config.source)?));
     let health = agent_health(&agent);
     if let Some(addr) = config.listen {
@@ -105,6 +107,9 @@ pub fn run(config: AgentRun) -> Result<(), AgentRunError> {
         let _context = runtime.enter();
         driver.follow_node_slo(watch_node_slo(client.clone(), &node));
         driver.follow_node_metric(watch_node_metric(client.clone(), &node), interval_tx);
+    }
+    if !dry_run {
+        runtime.spawn(publish_cpu_topology(client.clone(), node.clone(), sys_root));
     }
     let writer = NodeMetricWriter::new(client, &node);
     runtime.spawn(report_every(Arc::clone(&agent), writer, interval_rx));
