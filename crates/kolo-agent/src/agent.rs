@@ -299,7 +299,14 @@ impl<S: PodSource> Agent<S> {
     }
 
     fn sync_pods(&mut self, now: Timestamp, report: &mut TickReport) {
-        if !self.config.sync_pods_every_tick && !due(self.last_pod_sync, now, POD_SYNC_INTERVAL) {
+        // A failing source is asked again every tick: a kubelet coming back
+        // is seen within a tick (and the BE isolation that a starting
+        // kubelet cannot cope with is restored as soon; see beIsolation).
+        let failing = self.pods.consecutive_failures() > 0;
+        if !self.config.sync_pods_every_tick
+            && !failing
+            && !due(self.last_pod_sync, now, POD_SYNC_INTERVAL)
+        {
             return;
         }
         self.last_pod_sync = Some(now);
@@ -449,6 +456,7 @@ impl<S: PodSource> Agent<S> {
             evictions: EvictionHistory::default(),
             cfs: self.cfs.clone(),
             be_usage_window: self.be_usage_window(now),
+            kubelet_down: self.pods.source().is_kubelet() && self.pods.consecutive_failures() > 0,
         }
     }
 

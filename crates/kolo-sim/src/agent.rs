@@ -119,6 +119,7 @@ impl AgentSide {
             // usage history: cfsQuotaBurst and a windowed cpuEvict see none.
             cfs: Default::default(),
             be_usage_window: None,
+            kubelet_down: false,
         };
         let mut qos = QosLoop::new(strategies, report_interval);
         qos.start(now);

@@ -265,6 +265,7 @@ fn collected(node: &RealNode, sim: &SimNode, step: &Step) -> NodeState {
         evictions: Default::default(),
         cfs: BTreeMap::new(),
         be_usage_window: None,
+        kubelet_down: false,
     }
 }
 

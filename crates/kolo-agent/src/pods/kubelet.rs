@@ -360,6 +360,10 @@ impl PodSource for KubeletSource {
         &self.name
     }
 
+    fn is_kubelet(&self) -> bool {
+        true
+    }
+
     fn fetch(&mut self) -> Result<Fetched, PodSourceError> {
         Ok(Fetched::Pods(self.fetch_pods()?))
     }

@@ -37,6 +37,13 @@ pub trait PodSource: Send {
     /// `kubelet https://10.0.0.7:10250/pods/` or `file /etc/kolo/pods.yaml`.
     fn name(&self) -> &str;
 
+    /// Whether the pods come from the kubelet, so that a failing source
+    /// means the kubelet is down or restarting (see
+    /// [`crate::qos::NodeState::kubelet_down`]).
+    fn is_kubelet(&self) -> bool {
+        false
+    }
+
     /// Asks for the current pods. May block up to the source's timeout.
     fn fetch(&mut self) -> Result<Fetched, PodSourceError>;
 }

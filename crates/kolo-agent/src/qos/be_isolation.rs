@@ -189,6 +189,22 @@ impl BeIsolation {
         }
         let n = be_pods.clone().count();
         match be_sched_idle(slo, f) {
+            SchedIdle::Use(_) if node.kubelet_down => {
+                // A starting kubelet writes the BE QoS dir's `cpu.shares`
+                // and exits if that fails, which it does on an idle group:
+                // with `cpu.idle = 1` left in place, a restarted kubelet
+                // never comes back. Lifted while the kubelet is away; the
+                // first round after it answers again restores it.
+                plan.write(
+                    NAME,
+                    CgroupWrite::int(&node.be_dir, Resource::CpuIdle, 0),
+                    format!(
+                        "BE QoS dir ({n} BE pods): cpu.idle=0 while the kubelet is not answering \
+                         (a starting kubelet cannot write cpu.shares on an idle group)"
+                    ),
+                );
+                return;
+            }
             SchedIdle::Use(why) => {
                 // Only the QoS dir: the kernel refuses `cpu.shares` / `cpu.weight`
                 // on an idle group, and batchResource sets the BE pods' shares
@@ -322,6 +338,39 @@ mod tests {
 
     fn int(v: i64) -> Option<Value> {
         Some(Value::Int(v))
+    }
+
+    #[test]
+    fn cpu_idle_is_lifted_while_the_kubelet_is_down() {
+        let idle = Features { cpu_idle: true, ..Default::default() };
+        let eevdf = Features { eevdf: true, ..idle };
+        let forced = slo(
+            Some(ResourceQOS {
+                cpu_qos: Some(CPUQOSCfg { sched_idle: Some(1), ..Default::default() }),
+                ..Default::default()
+            }),
+            None,
+        );
+        // (features, slo, kubelet down) → BE dir cpu.idle, shares
+        let table = [
+            (idle, NodeSLOSpec::default(), false, int(1), None),
+            (idle, NodeSLOSpec::default(), true, int(0), None),
+            (eevdf, forced.clone(), false, int(1), None),
+            (eevdf, forced, true, int(0), None),
+            // Not using cpu.idle anyway: the kubelet's state changes nothing.
+            (eevdf, NodeSLOSpec::default(), true, int(0), int(2)),
+        ];
+        for (features, spec, down, want_idle, want_shares) in table {
+            let mut n = node_with(features);
+            n.kubelet_down = down;
+            let plan = run(&BeIsolation, &n, &spec);
+            let lifted = down && want_shares.is_none();
+            let got = [Resource::CpuIdle, Resource::CpuShares].map(|r| written(&plan, BE_DIR, r));
+            assert_eq!(got, [want_idle, want_shares], "{features:?} down={down}");
+            if lifted {
+                assert!(plan.writes[0].reason.contains("kubelet is not answering"), "{plan:?}");
+            }
+        }
     }
 
     #[test]

@@ -132,6 +132,7 @@ fn node(pods: Vec<(usize, i64, i64, i64)>, usage: i64) -> NodeState {
         },
         cfs,
         be_usage_window: None,
+        kubelet_down: false,
     }
 }
 

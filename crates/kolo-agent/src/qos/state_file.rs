@@ -102,6 +102,8 @@ struct NodeSection {
     last_memory_eviction: Option<String>,
     #[serde(default)]
     be_usage_window: Option<BeUsageWindowSection>,
+    #[serde(default)]
+    kubelet_down: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -267,6 +269,7 @@ pub fn parse_state(text: &str, now: Timestamp) -> Result<PlanInput, StateFileErr
         },
         cfs,
         be_usage_window,
+        kubelet_down: n.kubelet_down,
     };
     Ok(PlanInput { node, slo: file.node_slo.unwrap_or_default() })
 }

@@ -38,6 +38,7 @@ pub(crate) fn node() -> NodeState {
         evictions: EvictionHistory::default(),
         cfs: Default::default(),
         be_usage_window: None,
+        kubelet_down: false,
     }
 }
 

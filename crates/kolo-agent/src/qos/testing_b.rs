@@ -47,6 +47,7 @@ pub(crate) fn node(cpu_milli: i64, memory: i64) -> NodeState {
         evictions: EvictionHistory { started: Some(ts(0)), ..Default::default() },
         cfs: Default::default(),
         be_usage_window: None,
+        kubelet_down: false,
     }
 }
 

@@ -65,6 +65,10 @@ impl PodSource for Source {
         }
     }
 
+    fn is_kubelet(&self) -> bool {
+        matches!(self, Source::Kubelet(_))
+    }
+
     fn fetch(&mut self) -> Result<Fetched, PodSourceError> {
         match self {
             Source::File(s) => s.fetch(),
