@@ -1,6 +1,6 @@
-//! Helpers of the real-node tests (`node_*.rs`): the one-node cluster
-//! `scripts/test` starts with `scripts/cluster`, pods of the local busybox
-//! image, and a test namespace removed afterwards.
+//! Helpers of the real-node tests (`node_*.rs`): the cluster `scripts/test`
+//! starts with `scripts/cluster` (its first node, or all of its nodes), pods
+//! of the local busybox image, and a test namespace removed afterwards.
 
 #![allow(dead_code)] // each test binary uses its own subset
 
@@ -46,6 +46,75 @@ pub fn real_node(test: &str) -> Option<RealNode> {
             None
         }
     }
+}
+
+/// One kubelet of the cluster, as `DIR/node.env` describes it
+/// (`KOLO_TEST_NODE_<i>_NAME`, `_KUBELET`, `_CGROUP_ROOT`; the first node
+/// is also `RealNode`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClusterNode {
+    /// The node's name.
+    pub name: String,
+    /// Its kubelet's address (`127.0.0.1:PORT`).
+    pub kubelet: String,
+    /// Its kubelet's `--cgroup-root` (every node has its own).
+    pub cgroup_root: String,
+}
+
+/// Every node of `real`'s cluster, the first (`real` itself) first, from
+/// `KOLO_TEST_NODE_NAMES` and `KOLO_TEST_NODE_<i>_*` (`scripts/cluster
+/// start --nodes N`, `add-node`); just `real` when the list is not set (a
+/// `node.env` written before clusters had more than one node). Panics when
+/// the variables contradict each other: a skip would hide the mistake.
+pub fn cluster_nodes(real: &RealNode) -> Vec<ClusterNode> {
+    let first = ClusterNode {
+        name: real.name.clone(),
+        kubelet: real.kubelet.clone(),
+        cgroup_root: real.cgroup_root.clone(),
+    };
+    let Ok(names) = std::env::var("KOLO_TEST_NODE_NAMES") else { return vec![first] };
+    let nodes: Vec<ClusterNode> = names
+        .split_whitespace()
+        .enumerate()
+        .map(|(i, name)| {
+            let var = |what: &str| {
+                let key = format!("KOLO_TEST_NODE_{}_{what}", i + 1);
+                std::env::var(&key).unwrap_or_else(|_| {
+                    panic!("KOLO_TEST_NODE_NAMES lists {name} but {key} is not set")
+                })
+            };
+            let node = ClusterNode {
+                name: var("NAME"),
+                kubelet: var("KUBELET"),
+                cgroup_root: var("CGROUP_ROOT"),
+            };
+            assert_eq!(node.name, name, "KOLO_TEST_NODE_{}_NAME", i + 1);
+            node
+        })
+        .collect();
+    assert_eq!(
+        nodes.first(),
+        Some(&first),
+        "KOLO_TEST_NODE_1_* must be the node of KOLO_TEST_NODE_NAME, _KUBELET, _CGROUP_ROOT"
+    );
+    nodes
+}
+
+/// The cluster and its nodes when it has at least `count`, or `None` after
+/// saying loudly that `test` skips (like `real_node`).
+pub fn real_nodes(test: &str, count: usize) -> Option<(RealNode, Vec<ClusterNode>)> {
+    let real = real_node(test)?;
+    let nodes = cluster_nodes(&real);
+    if nodes.len() < count {
+        let _ = writeln!(
+            std::io::stderr(),
+            "\n*** SKIPPED {test} test: the cluster has {} node(s), the test needs {count}. \
+             Run scripts/test (which starts two) or scripts/cluster start --nodes {count}. ***",
+            nodes.len()
+        );
+        return None;
+    }
+    Some((real, nodes))
 }
 
 /// A container of the local busybox image (never pulled) running `script`
