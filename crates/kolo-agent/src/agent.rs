@@ -47,6 +47,11 @@ use kolo_core::CpuMem;
 const PSI_INTERVAL: Duration = Duration::from_secs(10);
 /// How often a remote pod source (the kubelet) is asked.
 const POD_SYNC_INTERVAL: Duration = Duration::from_secs(10);
+/// How long a kubelet that answers again after failing counts as still
+/// starting ([`NodeState::kubelet_down`]): it serves `/pods` a moment
+/// before it sets up its QoS cgroups, which is where `cpu.idle` on the BE
+/// QoS dir makes it fail.
+const KUBELET_SETTLE: Duration = Duration::from_secs(30);
 
 /// Where the agent looks and how often.
 #[derive(Debug, Clone)]
@@ -175,6 +180,8 @@ pub struct Agent<S> {
     policy: CollectPolicy,
     allocatable: ResourceVector,
     last_pod_sync: Option<Timestamp>,
+    /// When the pod source answered again after failing.
+    pods_back_at: Option<Timestamp>,
     last_psi: Option<Timestamp>,
     last_samples: Vec<PodSample>,
     last_node: Option<NodeSample>,
@@ -228,6 +235,7 @@ impl<S: PodSource> Agent<S> {
             policy,
             allocatable,
             last_pod_sync: None,
+            pods_back_at: None,
             last_psi: None,
             last_samples: Vec::new(),
             last_node: None,
@@ -310,9 +318,13 @@ impl<S: PodSource> Agent<S> {
             return;
         }
         self.last_pod_sync = Some(now);
-        if let Err(e) = self.pods.sync() {
-            self.stats.pod_source_failures += 1;
-            report.errors.push(e.to_string());
+        match self.pods.sync() {
+            Ok(_) if failing => self.pods_back_at = Some(now),
+            Ok(_) => {}
+            Err(e) => {
+                self.stats.pod_source_failures += 1;
+                report.errors.push(e.to_string());
+            }
         }
         if self.pods.generation() == self.pod_generation {
             return;
@@ -456,8 +468,16 @@ impl<S: PodSource> Agent<S> {
             evictions: EvictionHistory::default(),
             cfs: self.cfs.clone(),
             be_usage_window: self.be_usage_window(now),
-            kubelet_down: self.pods.source().is_kubelet() && self.pods.consecutive_failures() > 0,
+            kubelet_down: self.kubelet_down(now),
         }
+    }
+
+    /// Whether the kubelet (the pod source) is down or has been back for
+    /// less than [`KUBELET_SETTLE`].
+    fn kubelet_down(&self, now: Timestamp) -> bool {
+        self.pods.source().is_kubelet()
+            && (self.pods.consecutive_failures() > 0
+                || self.pods_back_at.is_some_and(|back| !due(Some(back), now, KUBELET_SETTLE)))
     }
 
     /// Follows the collector settings of the QoS loop's last round: the

@@ -89,23 +89,9 @@ fn a_pod_admitted_through_the_webhook_is_scheduled_on_batch_resources() {
     run(kubectl(&config).args(["create", "-f", "-"]), Some(profile.as_bytes()));
     let (_busy, idle) = busy_and_idle_nodes(&config, &id);
 
-    let port = free_port();
-    let listen = format!("127.0.0.1:{port}");
-    let url = format!("https://127.0.0.1:{port}");
-    let secret = format!("{id}/webhook-certs");
     let namespace_label = format!("kolo-webhook-e2e={id}");
-    let extra = [
-        "--webhook-listen",
-        &listen,
-        "--webhook-url",
-        &url,
-        "--webhook-secret",
-        &secret,
-        "--webhook-configuration-name",
-        &id,
-        "--webhook-namespace-label",
-        &namespace_label,
-    ];
+    let webhook = e2e_common::webhook_args(&id, free_port(), &namespace_label);
+    let extra: Vec<&str> = webhook.iter().map(String::as_str).collect();
     let manager =
         Daemon::start("e2e-flow-manager", &e2e_common::manager_args(&config, &id, &extra));
     let dir = tempfile::tempdir().unwrap();

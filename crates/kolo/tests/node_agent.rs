@@ -62,25 +62,7 @@ fn the_agent_reports_what_the_kubelet_runs_from_its_cgroups() {
         (pod["status"]["phase"] == "Running").then_some(())
     });
 
-    let agent = Daemon::start(
-        "node-agent",
-        &[
-            "agent",
-            "cluster",
-            "--kubeconfig",
-            config.to_str().unwrap(),
-            "--node-name",
-            &node.name,
-            "--kubelet",
-            &node.kubelet,
-            "--kubelet-cgroup-root",
-            &node.cgroup_root,
-            "--report-interval-seconds",
-            "2",
-            "--listen",
-            "127.0.0.1:0",
-        ],
-    );
+    let agent = Daemon::start("node-agent", &node_common::agent_args(&node));
     // The limit holds the loop at 300m; the kernel's CFS accounting lets a
     // window read a little over or under.
     let cpu = wait_for("the NodeMetric to report the busy pod", TIMEOUT, || {

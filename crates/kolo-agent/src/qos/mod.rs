@@ -261,9 +261,10 @@ pub struct NodeState {
     /// BE CPU over `cpuEvictTimeWindowSeconds`, when that is configured.
     pub be_usage_window: Option<BeUsageWindow>,
     /// The kubelet, where the pods come from, failed its last pod sync
-    /// (unreachable, or answering with no pods as it does while starting):
-    /// it may be restarting, and a starting kubelet writes `cpu.shares` on
-    /// the BE QoS dir, which the kernel refuses while `cpu.idle` is 1.
+    /// (unreachable, or answering with no pods as it does while starting),
+    /// or answers again since less than 30 s: it may be restarting, and a
+    /// starting kubelet writes `cpu.shares` on the BE QoS dir, which the
+    /// kernel refuses while `cpu.idle` is 1.
     pub kubelet_down: bool,
 }
 

@@ -307,3 +307,27 @@ impl Drop for NodeCleanup {
         crate::common::cleanup(&self.config, &steps, &self.namespace);
     }
 }
+
+/// `kolo manager run`'s webhook arguments: served on 127.0.0.1:`port`
+/// (the API server calls it there), certificate in Secret
+/// `<id>/webhook-certs`, configurations named `id`, for namespaces with
+/// label `namespace_label` (`key=value`).
+pub fn webhook_args(id: &str, port: u16, namespace_label: &str) -> Vec<String> {
+    let listen = format!("127.0.0.1:{port}");
+    let url = format!("https://127.0.0.1:{port}");
+    let secret = format!("{id}/webhook-certs");
+    [
+        "--webhook-listen",
+        &listen,
+        "--webhook-url",
+        &url,
+        "--webhook-secret",
+        &secret,
+        "--webhook-configuration-name",
+        id,
+        "--webhook-namespace-label",
+        namespace_label,
+    ]
+    .map(String::from)
+    .to_vec()
+}

@@ -156,10 +156,41 @@ impl<'a> TestNamespace<'a> {
 impl Drop for TestNamespace<'_> {
     fn drop(&mut self) {
         let ns = self.name.as_str();
-        let mut steps =
-            vec![vec!["delete", "deployments,pods", "--all", "-n", ns, "--grace-period=1"]];
+        let mut steps = vec![vec![
+            "delete",
+            "deployments,pods",
+            "--all",
+            "-n",
+            ns,
+            "--grace-period=1",
+            "--timeout=60s",
+        ]];
         steps.extend(self.extra.iter().map(|a| a.iter().map(String::as_str).collect()));
         steps.push(vec!["delete", "namespace", ns, "--wait=false"]);
         cleanup(&self.node.config, &steps, ns);
     }
+}
+
+/// `kolo agent cluster` for `node`: pods from its kubelet, cgroups under
+/// its cgroup root, the NodeMetric written every 2 s until the manager's
+/// NodeMetric spec says otherwise, `/metrics` on a free port.
+pub fn agent_args(node: &RealNode) -> Vec<String> {
+    [
+        "agent",
+        "cluster",
+        "--kubeconfig",
+        node.config.to_str().unwrap(),
+        "--node-name",
+        &node.name,
+        "--kubelet",
+        &node.kubelet,
+        "--kubelet-cgroup-root",
+        &node.cgroup_root,
+        "--report-interval-seconds",
+        "2",
+        "--listen",
+        "127.0.0.1:0",
+    ]
+    .map(String::from)
+    .to_vec()
 }
