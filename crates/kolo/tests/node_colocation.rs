@@ -528,11 +528,16 @@ fn ls_surge_suppresses_be() {
     // when the CPUs are full). kolo's budget (90 % of the node minus what
     // non-BE uses) leaves BE almost nothing.
     let name = ls["metadata"]["name"].as_str().unwrap();
-    let surge = "timeout 60 sh -c 'while :; do :; done' >/dev/null 2>&1 &";
-    run(
-        kubectl(system.config()).args(["exec", "-n", &system.id, name, "--", "sh", "-c", surge]),
-        None,
-    );
+    // In the foreground of its own `kubectl exec`: a process an exec
+    // session leaves in the background need not outlive the session.
+    let spin =
+        ["exec", "-n", &system.id, name, "--", "timeout", "60", "sh", "-c", "while :; do :; done"];
+    let mut surge = kubectl(system.config())
+        .args(spin)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("kubectl exec starts");
     let start = Instant::now();
     let cut =
         wait_until(Duration::from_secs(50), || cpu_milli(&be_dir, window) * 100 <= before * 40);
@@ -541,6 +546,7 @@ fn ls_surge_suppresses_be() {
     eprintln!("BE cut to <= 40 % of {before}m within {reaction:?} (windows of {window:?})");
 
     // After the surge BE gets its CPU back.
+    let _ = surge.wait();
     let released =
         wait_until(Duration::from_secs(120), || cpu_milli(&be_dir, window) * 100 >= before * 70);
     assert!(released, "BE never got its CPU back after the surge\n{}", system.logs());
