@@ -5,9 +5,10 @@
 //! labelled as they would be in a cluster:
 //!
 //! * `ls-server` — Burstable, `koordinator.sh/qosClass: LS`, requests one
-//!   CPU: the [`RequestLoop`] (requests at a steady rate, each a fixed
-//!   amount of CPU work; default 200/s × 2 ms = 40 % of a core) runs in a
-//!   thread of this process moved into the pod's container cgroup;
+//!   CPU: the [`RequestLoop`] (requests at a mean rate, steady or bursty,
+//!   each a fixed amount of CPU work; default 200/s × 2 ms = 40 % of a
+//!   core) runs in a thread of this process moved into the pod's container
+//!   cgroup;
 //! * `be-hogs` — BestEffort, `koordinator.sh/qosClass: BE`: one busy loop
 //!   per CPU.
 //!
@@ -35,6 +36,15 @@
 //! the LS pod surges (a busy loop in its container) `--surges` times; the
 //! reaction time is from the busy loop running (in its cgroups) to the BE
 //! QoS cgroup's `cpu.cfs_quota_us` dropping by at least half a core.
+//!
+//! Every setup runs once per `--loads` value (percent of the LS pod's one
+//! CPU) and `--arrivals` pattern ([`crate::arrivals`]); each run's p99,
+//! p99.9 and max are set against the LS-alone run of the same load and
+//! pattern.
+//!
+//! With `--cluster DIR` (or `--kubeconfig` and the node's names) the same
+//! measurement runs on a real node instead, with pods the kubelet runs and
+//! `kolo agent cluster` ([`crate::real_node`]).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
