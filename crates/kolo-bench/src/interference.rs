@@ -5,9 +5,10 @@
 //! labelled as they would be in a cluster:
 //!
 //! * `ls-server` — Burstable, `koordinator.sh/qosClass: LS`, requests one
-//!   CPU: the [`RequestLoop`] (requests at a steady rate, each a fixed
-//!   amount of CPU work; default 200/s × 2 ms = 40 % of a core) runs in a
-//!   thread of this process moved into the pod's container cgroup;
+//!   CPU: the [`RequestLoop`] (requests at a mean rate, steady or bursty,
+//!   each a fixed amount of CPU work; default 200/s × 2 ms = 40 % of a
+//!   core) runs in a thread of this process moved into the pod's container
+//!   cgroup;
 //! * `be-hogs` — BestEffort, `koordinator.sh/qosClass: BE`: one busy loop
 //!   per CPU.
 //!
@@ -35,6 +36,15 @@
 //! the LS pod surges (a busy loop in its container) `--surges` times; the
 //! reaction time is from the busy loop running (in its cgroups) to the BE
 //! QoS cgroup's `cpu.cfs_quota_us` dropping by at least half a core.
+//!
+//! Every setup runs once per `--loads` value (percent of the LS pod's one
+//! CPU) and `--arrivals` pattern ([`crate::arrivals`]); each run's p99,
+//! p99.9 and max are set against the LS-alone run of the same load and
+//! pattern.
+//!
+//! With `--cluster DIR` (or `--kubeconfig` and the node's names) the same
+//! measurement runs on a real node instead, with pods the kubelet runs and
+//! `kolo agent cluster` ([`crate::real_node`]).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -52,8 +62,16 @@ use kolo_core::clock::Timestamp;
 use kolo_core::resources::ResourceVector;
 use serde::Serialize;
 
-use crate::request_loop::{self, Percentiles, RequestLoop};
+use crate::arrivals::Arrivals;
+use crate::real_node::{self, NodeArgs};
+use crate::request_loop::{self, RequestLoop};
 use crate::{BoxError, spawn_agent};
+
+mod measure;
+mod report;
+
+pub(crate) use measure::{Window, measure_window, read_usage};
+pub(crate) use report::{Load, Run, Setup};
 
 /// Options of `kolo bench interference`.
 #[derive(Debug, clap::Args)]
@@ -65,12 +83,18 @@ pub struct Args {
     /// counted).
     #[arg(long, default_value_t = 2)]
     pub warmup: u64,
-    /// LS requests per second.
-    #[arg(long, default_value_t = 200.0)]
-    pub rate: f64,
+    /// LS loads, percent of one core (the LS pod's CPU request), one set
+    /// of runs per value (comma-separated). The request rate is load /
+    /// work: 40 % at 2000 µs is 200 requests/s.
+    #[arg(long, value_delimiter = ',', default_value = "40")]
+    pub loads: Vec<f64>,
+    /// LS arrival patterns, one set of runs per value (comma-separated):
+    /// `steady` (evenly spaced) or `bursty` (bursts of 5 requests at once,
+    /// the bursts a Poisson process with the same mean rate, fixed seed).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "steady")]
+    pub arrivals: Vec<Arrivals>,
     /// CPU work per LS request, microseconds (calibrated on this machine
-    /// before the runs). Rate × work is the LS load: 200/s × 2000 µs is
-    /// 40 % of a core.
+    /// before the runs).
     #[arg(long, default_value_t = 2000)]
     pub work_us: u64,
     /// `cpuSuppressThresholdPercent` of the CFS-quota suppression runs,
@@ -88,51 +112,13 @@ pub struct Args {
     /// by kernel (`cpu.idle` on CFS, the weight on EEVDF).
     #[arg(long, value_parser = clap::value_parser!(i64).range(0..=1))]
     pub sched_idle: Option<i64>,
-    /// LS surges for the reaction-time measurement (0: none).
+    /// LS surges for the reaction-time measurement (0: none; hand-built
+    /// cgroups only).
     #[arg(long, default_value_t = 5)]
     pub surges: u32,
-}
-
-/// What the agent does in a run.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Setup {
-    Alone,
-    KubeDefaults,
-    /// kolo with the defaults (cpuset suppression at 65 %).
-    KoloDefaults,
-    /// kolo with CFS-quota suppression at `threshold` (0: off).
-    Kolo {
-        threshold: i64,
-    },
-}
-
-impl Setup {
-    fn name(self) -> String {
-        match self {
-            Setup::Alone => "LS alone".into(),
-            Setup::KubeDefaults => "LS + BE, Kubernetes defaults".into(),
-            Setup::KoloDefaults => "LS + BE, kolo defaults (cpuset 65 %)".into(),
-            Setup::Kolo { threshold: 0 } => "LS + BE, kolo, no suppression".into(),
-            Setup::Kolo { threshold } => format!("LS + BE, kolo, cfsQuota {threshold} %"),
-        }
-    }
-}
-
-/// One run's figures.
-#[derive(Debug, Serialize)]
-struct Run {
-    name: String,
-    latency: Percentiles,
-    /// CPU the LS pod used, cores.
-    ls_cores: f64,
-    /// CPU the BE pod used, cores (0 in the LS-alone run).
-    be_cores: f64,
-    /// CPU the LS pod left idle: node CPUs − LS cores.
-    left_by_ls_cores: f64,
-    /// BE cores / CPU left by LS, percent.
-    be_share_of_left_percent: f64,
-    /// p99 against the LS-alone run's, percent (0 for that run).
-    p99_vs_alone_percent: f64,
+    /// Run on a real node instead of hand-built cgroups.
+    #[command(flatten)]
+    pub node: NodeArgs,
 }
 
 /// What the error says when the machine is too busy for the reaction to
@@ -156,10 +142,13 @@ struct Reaction {
 /// The whole benchmark's result.
 #[derive(Debug, Serialize)]
 pub struct Report {
+    /// `cgroups` (a hand-built kubepods tree) or `node` (pods the kubelet
+    /// runs).
+    mode: &'static str,
+    /// The real-node mode's namespace (deleted at the end).
+    namespace: Option<String>,
     cpus: usize,
-    rate_per_second: f64,
     work_us: u64,
-    ls_load_cores: f64,
     measured_seconds: u64,
     /// CPU in use on the machine in the second before the runs, cores.
     busy_before_cores: f64,
@@ -167,10 +156,14 @@ pub struct Report {
     reaction: Option<Reaction>,
 }
 
-/// Runs the benchmark with the agent binary `agent`.
+/// Runs the benchmark with the agent binary `agent`: on the real node
+/// `args.node` names, or on hand-built cgroups.
 pub fn run(args: &Args, agent: &Path) -> Result<Report, BoxError> {
-    if args.rate <= 0.0 || args.work_us == 0 || args.seconds == 0 {
-        return Err("--rate, --work-us and --seconds must be positive".into());
+    if args.loads.iter().any(|l| !(*l > 0.0 && *l <= 100.0)) || args.arrivals.is_empty() {
+        return Err("--loads must be percentages in (0, 100], --arrivals not empty".into());
+    }
+    if args.work_us == 0 || args.seconds == 0 {
+        return Err("--work-us and --seconds must be positive".into());
     }
     if let Some(t) = args.thresholds.iter().find(|t| !(0..=100).contains(*t)) {
         return Err(format!("--thresholds: {t} is not a percentage in 1..=100").into());
@@ -184,35 +177,75 @@ pub fn run(args: &Args, agent: &Path) -> Result<Report, BoxError> {
         );
     }
     let iterations = request_loop::calibrate(Duration::from_micros(args.work_us));
-    let lp = RequestLoop { rate: args.rate, iterations };
-    let mut setups = vec![Setup::Alone, Setup::KubeDefaults, Setup::KoloDefaults];
-    setups.extend(args.thresholds.iter().map(|&threshold| Setup::Kolo { threshold }));
-    let mut runs: Vec<Run> = Vec::new();
-    let mut reaction = None;
-    for setup in setups {
-        eprintln!("kolo bench interference: {} ...", setup.name());
-        let surges = match setup {
-            Setup::Kolo { threshold } if threshold > 0 && reaction.is_none() => args.surges,
-            _ => 0,
-        };
-        let (mut run, r) = one_run(agent, setup, &lp, args, cpus, surges)?;
-        if let Some(alone) = runs.first() {
-            run.p99_vs_alone_percent = (run.latency.p99_us / alone.latency.p99_us - 1.0) * 100.0;
+    let loads = loads(args);
+    let (mode, namespace, mut runs, reaction) = match args.node.node()? {
+        Some(node) => {
+            let (ns, runs) = real_node::run(&node, args, agent, iterations, &loads)?;
+            ("node", Some(ns), runs, None)
         }
-        reaction = reaction.or(r);
-        runs.push(run);
-    }
-    let report = Report {
+        None => {
+            let (runs, reaction) = run_cgroups(args, agent, iterations, &loads, cpus)?;
+            ("cgroups", None, runs, reaction)
+        }
+    };
+    report::compare_with_alone(&mut runs);
+    Ok(Report {
+        mode,
+        namespace,
         cpus,
-        rate_per_second: args.rate,
         work_us: args.work_us,
-        ls_load_cores: args.rate * args.work_us as f64 / 1e6,
         measured_seconds: args.seconds,
         busy_before_cores: busy,
         runs,
         reaction,
-    };
-    Ok(report)
+    })
+}
+
+/// Every load and arrival pattern asked for, loads outermost.
+fn loads(args: &Args) -> Vec<Load> {
+    let mut loads = Vec::new();
+    for &load_percent in &args.loads {
+        for &arrivals in &args.arrivals {
+            let rate_per_second = load_percent / 100.0 * 1e6 / args.work_us as f64;
+            loads.push(Load { load_percent, rate_per_second, arrivals });
+        }
+    }
+    loads
+}
+
+/// The hand-built-cgroups mode: for each load, every setup in a fresh
+/// tree (so the setups of one load are measured back to back).
+fn run_cgroups(
+    args: &Args,
+    agent: &Path,
+    iterations: u64,
+    loads: &[Load],
+    cpus: usize,
+) -> Result<(Vec<Run>, Option<Reaction>), BoxError> {
+    let mut setups = vec![Setup::Alone, Setup::KubeDefaults, Setup::KoloDefaults];
+    setups.extend(args.thresholds.iter().map(|&threshold| Setup::Kolo { threshold }));
+    let mut runs: Vec<Run> = Vec::new();
+    let mut reaction = None;
+    for load in loads {
+        let lp = RequestLoop { rate: load.rate_per_second, iterations, arrivals: load.arrivals };
+        for &setup in &setups {
+            eprintln!(
+                "kolo bench interference: {} % {}: {} ...",
+                load.load_percent,
+                load.arrivals.name(),
+                setup.name()
+            );
+            let surges = match setup {
+                Setup::Kolo { threshold } if threshold > 0 && reaction.is_none() => args.surges,
+                _ => 0,
+            };
+            let (window, r) = one_run(agent, setup, &lp, args, cpus, surges)?;
+            let be = if setup == Setup::Alone { 0.0 } else { window.be_cores };
+            runs.push(Run::new(setup, *load, window.latency, window.ls_cores, be, cpus));
+            reaction = reaction.or(r);
+        }
+    }
+    Ok((runs, reaction))
 }
 
 /// The machine's CPU use over one second, cores.
@@ -286,7 +319,7 @@ fn one_run(
     args: &Args,
     cpus: usize,
     surges: u32,
-) -> Result<(Run, Option<Reaction>), BoxError> {
+) -> Result<(Window, Option<Reaction>), BoxError> {
     let mut tree = build_tree(cpus)?;
     if setup != Setup::Alone {
         for _ in 0..cpus {
@@ -318,7 +351,7 @@ fn one_run(
                 Duration::from_secs(args.settle),
             )?;
         }
-        let run = measure(setup, lp, args, cpus, &tree)?;
+        let run = measure(lp, args, &tree)?;
         let reaction = if surges > 0 { Some(surge_reactions(&mut tree, surges)?) } else { None };
         Ok::<_, BoxError>((run, reaction))
     })();
@@ -342,7 +375,7 @@ fn one_run(
 /// at `quota_threshold` (0: suppression off) or, for `None`, the default
 /// suppression (cpuset policy, 65 %); beClass `schedIdle` if given.
 /// Everything else is kolo's default.
-fn node_slo(quota_threshold: Option<i64>, sched_idle: Option<i64>) -> String {
+pub(crate) fn node_slo(quota_threshold: Option<i64>, sched_idle: Option<i64>) -> String {
     let mut slo = match quota_threshold {
         None => "resourceUsedThresholdWithBE:\n  enable: true\n".to_string(),
         Some(t) => format!(
@@ -361,7 +394,7 @@ fn node_slo(quota_threshold: Option<i64>, sched_idle: Option<i64>) -> String {
 
 /// The `cpu.idle` the agent gives the BE QoS cgroup: as `sched_idle`
 /// says, else by the kernel's scheduler (1 on CFS, 0 on EEVDF).
-fn expected_cpu_idle(sched_idle: Option<i64>) -> bool {
+pub(crate) fn expected_cpu_idle(sched_idle: Option<i64>) -> bool {
     use kolo_agent::kernel::{FairScheduler, detect};
     match sched_idle {
         Some(v) => v == 1,
@@ -403,50 +436,12 @@ fn wait_for_isolation(
 
 /// One run's measurement: the request loop in the LS container, the LS and
 /// BE cgroups' CPU over the measured window.
-fn measure(
-    setup: Setup,
-    lp: &RequestLoop,
-    args: &Args,
-    cpus: usize,
-    tree: &Tree,
-) -> Result<Run, BoxError> {
+fn measure(lp: &RequestLoop, args: &Args, tree: &Tree) -> Result<Window, BoxError> {
     let dirs: Vec<PathBuf> =
         CONTROLLERS.iter().map(|s| tree.sandbox.abs(*s, &tree.ls_rel)).collect();
-    let (ls_rel, be_rel) = (tree.ls_rel.clone(), tree.be_rel.clone());
-    let sandbox = &tree.sandbox;
     let (warmup, seconds) = (Duration::from_secs(args.warmup), Duration::from_secs(args.seconds));
-    let (latencies, marks) = std::thread::scope(|scope| {
-        scope
-            .spawn(|| {
-                request_loop::enter_cgroup(&dirs)?;
-                let mut marks = Vec::new();
-                let latencies = lp.run(warmup, seconds, |_| {
-                    marks.push((
-                        Instant::now(),
-                        usage_ns(sandbox, &ls_rel),
-                        usage_ns(sandbox, &be_rel),
-                    ));
-                });
-                Ok::<_, BoxError>((latencies, marks))
-            })
-            .join()
-            .map_err(|_| -> BoxError { "the request loop panicked".into() })?
-    })?;
-    let [(t0, ls0, be0), (t1, ls1, be1)] =
-        <[_; 2]>::try_from(marks).map_err(|_| "the request loop did not mark its window")?;
-    let secs = t1.duration_since(t0).as_secs_f64();
-    let cores = |a: u64, b: u64| b.saturating_sub(a) as f64 / 1e9 / secs;
-    let ls_cores = cores(ls0?, ls1?);
-    let be_cores = if setup == Setup::Alone { 0.0 } else { cores(be0?, be1?) };
-    let left = cpus as f64 - ls_cores;
-    Ok(Run {
-        name: setup.name(),
-        latency: Percentiles::of(&latencies).ok_or("no request was measured")?,
-        ls_cores,
-        be_cores,
-        left_by_ls_cores: left,
-        be_share_of_left_percent: if left > 0.0 { be_cores / left * 100.0 } else { 0.0 },
-        p99_vs_alone_percent: 0.0,
+    measure_window(lp, warmup, seconds, &dirs, || {
+        Ok((usage_ns(&tree.sandbox, &tree.ls_rel)?, usage_ns(&tree.sandbox, &tree.be_rel)?))
     })
 }
 
@@ -571,46 +566,13 @@ impl Report {
 }
 
 fn write_text(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
+    let on = if r.mode == "node" { "pods on a real node" } else { "hand-built cgroups" };
     writeln!(
         out,
-        "LS request loop: {:.0} requests/s × {} µs of CPU ({:.0} % of a core), {} s measured per run, {} CPUs",
-        r.rate_per_second,
-        r.work_us,
-        r.ls_load_cores * 100.0,
-        r.measured_seconds,
-        r.cpus
+        "LS request loop ({on}): {} µs of CPU per request, {} s measured per run, {} CPUs",
+        r.work_us, r.measured_seconds, r.cpus
     )?;
-    writeln!(
-        out,
-        "{:<38} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>12}",
-        "run", "p50", "p99", "p99.9", "max", "p99 Δ", "LS CPU", "BE CPU", "BE of idle"
-    )?;
-    for run in &r.runs {
-        let ms = |us: f64| format!("{:.2} ms", us / 1000.0);
-        let delta = if run.name == r.runs[0].name {
-            "-".to_string()
-        } else {
-            format!("{:+.1} %", run.p99_vs_alone_percent)
-        };
-        let be_share = if run.be_cores > 0.0 {
-            format!("{:.0} %", run.be_share_of_left_percent)
-        } else {
-            "-".into()
-        };
-        writeln!(
-            out,
-            "{:<38} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8.2} {:>8.2} {:>12}",
-            run.name,
-            ms(run.latency.p50_us),
-            ms(run.latency.p99_us),
-            ms(run.latency.p999_us),
-            ms(run.latency.max_us),
-            delta,
-            run.ls_cores,
-            run.be_cores,
-            be_share
-        )?;
-    }
+    report::write_runs(&r.runs, out)?;
     if let Some(re) = &r.reaction {
         let list: Vec<String> = re.ms.iter().map(|m| format!("{m:.0}")).collect();
         let released: Vec<String> = re.released_s.iter().map(|s| format!("{s:.1}")).collect();

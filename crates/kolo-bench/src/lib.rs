@@ -10,7 +10,9 @@
 //!   running; plus the agent's reaction time to an LS surge.
 
 pub mod agent_overhead;
+mod arrivals;
 pub mod interference;
+mod real_node;
 mod request_loop;
 
 use std::error::Error;

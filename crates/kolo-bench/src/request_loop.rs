@@ -1,9 +1,10 @@
 //! The LS workload of `kolo bench interference`: a single-threaded server
-//! that handles requests arriving at a steady rate, each a fixed amount of
-//! CPU work, and records each request's latency.
+//! that handles requests arriving at a given mean rate (steadily or in
+//! bursts, [`Arrivals`]), each a fixed amount of CPU work, and records each
+//! request's latency.
 //!
-//! Arrivals are open-loop: request k arrives at `start + k / rate` whether
-//! or not the previous one finished, and its latency runs from that arrival
+//! Arrivals are open-loop: request k arrives at its scheduled time (steady:
+//! `start + k / rate`) whether or not the previous one finished, and its latency runs from that arrival
 //! to its completion. A request delayed by interference therefore also
 //! delays the ones queued behind it, as in a real server — a closed loop
 //! (next request when the last one ends) would hide exactly the delays
@@ -14,6 +15,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
+
+use crate::arrivals::Arrivals;
 
 /// One request's CPU work: `iterations` rounds of a multiply-add chain
 /// (each depends on the previous one, so the compiler cannot skip or
@@ -62,10 +65,12 @@ fn thread_cpu_time() -> Duration {
 /// The request loop's shape.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct RequestLoop {
-    /// Requests per second.
+    /// Requests per second (the mean).
     pub rate: f64,
     /// [`work`] iterations per request.
     pub iterations: u64,
+    /// When the requests arrive.
+    pub arrivals: Arrivals,
 }
 
 impl RequestLoop {
@@ -78,14 +83,13 @@ impl RequestLoop {
         measure: Duration,
         mut measuring: impl FnMut(bool),
     ) -> Vec<Duration> {
-        let period = Duration::from_secs_f64(1.0 / self.rate);
         let start = Instant::now();
         let measured_from = start + warmup;
         let end = measured_from + measure;
         let mut latencies = Vec::with_capacity((measure.as_secs_f64() * self.rate) as usize + 1);
         let mut started = false;
-        for k in 0u32.. {
-            let arrival = start + period * k;
+        for offset in self.arrivals.schedule(self.rate) {
+            let arrival = start + offset;
             if arrival >= end {
                 break;
             }
@@ -211,7 +215,7 @@ mod tests {
 
     #[test]
     fn open_loop_serves_every_arrival_of_the_window() {
-        let lp = RequestLoop { rate: 1000.0, iterations: 10 };
+        let lp = RequestLoop { rate: 1000.0, iterations: 10, arrivals: Arrivals::Steady };
         let mut calls = Vec::new();
         let lat = lp.run(Duration::from_millis(20), Duration::from_millis(50), |m| calls.push(m));
         assert_eq!(calls, vec![true, false]);
