@@ -254,7 +254,12 @@ impl Drop for System<'_> {
             vec!["delete", "nodemetric,nodeslo", &self.node.name, "--ignore-not-found"],
             vec!["delete", "namespace", id, "--wait=false"],
         ];
+        // The components first: a manager still running would create the
+        // node's NodeMetric again, without a status, and the next test's
+        // scheduler would find it expired.
         self.agent.take();
+        self.manager.kill();
+        self.scheduler.kill();
         common::cleanup(&self.node.config, &steps, id);
     }
 }
