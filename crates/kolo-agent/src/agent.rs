@@ -723,4 +723,6 @@ fn node_capacity(proc_root: &std::path::Path) -> Result<ResourceVector, AgentErr
 }
 
 #[cfg(test)]
+mod kubelet_down_tests;
+#[cfg(test)]
 mod node_state_tests;
