@@ -97,6 +97,14 @@ fn collector_measures_real_processes() {
         agent_pod("../../../../..", KubeQoSClass::Burstable, &[]),
     ];
     let mut collector = PodCollector::new(cgroups.clone());
+    // Precondition: the holder has touched its 64 MiB. On a busy machine
+    // that takes longer than a round, and a pod read while its container
+    // still grows is smaller than the container read a moment later.
+    let touched = Instant::now();
+    while rss_anon(mem_pid) < 64 * MIB {
+        assert!(touched.elapsed() < Duration::from_secs(30), "the memory holder never held 64 MiB");
+        thread::sleep(Duration::from_millis(50));
+    }
 
     // Each collection is bracketed by wall-clock instants: if this thread
     // is preempted while collecting (a busy machine), the measurement may
