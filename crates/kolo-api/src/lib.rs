@@ -8,7 +8,9 @@
 //! * [`qos`], [`priority`], [`katalyst`], [`kube_qos`]: the QoS and priority
 //!   classes of a pod, resolved from either vocabulary;
 //! * [`quantity`]: exact parsing and formatting of Kubernetes quantities;
-//! * [`crd`]: the custom resources, wire-compatible with Koordinator's.
+//! * [`crd`]: the custom resources, wire-compatible with Koordinator's;
+//! * [`runtime_hook`]: the hook protocol between `kolo runtime-proxy` and
+//!   the node agent.
 //!
 //! This crate does no I/O.
 
@@ -19,6 +21,7 @@ pub mod names;
 pub mod priority;
 pub mod qos;
 pub mod quantity;
+pub mod runtime_hook;
 
 pub use priority::PriorityClass;
 pub use qos::QoSClass;
