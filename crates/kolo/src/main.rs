@@ -14,6 +14,7 @@ mod manager;
 mod manager_run;
 mod noderesource;
 mod nodeslo;
+mod runtime_proxy;
 mod schedule;
 mod scheduler_run;
 mod sim;
@@ -119,6 +120,10 @@ enum Command {
     /// them, record Events; leader-elected. Serves /healthz, /readyz and
     /// /metrics.
     Scheduler(Box<scheduler_run::Args>),
+    /// Run kolo's CRI runtime proxy: between the kubelet and the container
+    /// runtime, it calls the node agent's hooks so a container starts with
+    /// kolo's cpuset and limits already in place.
+    RuntimeProxy(Box<runtime_proxy::Args>),
     /// Run kolo's manager components.
     Manager {
         #[command(subcommand)]
@@ -188,6 +193,9 @@ fn main() -> ExitCode {
             scheduler_run::run(*args).map_err(|e| CliError::Command(e.into()))
         }
         Command::Manager { command } => manager::run(command).map_err(CliError::Command),
+        Command::RuntimeProxy(args) => {
+            runtime_proxy::run(*args).map_err(|e| CliError::Command(e.into()))
+        }
         Command::Sim(args) => {
             sim::run(&args, &mut std::io::stdout().lock()).map_err(CliError::Command)
         }
