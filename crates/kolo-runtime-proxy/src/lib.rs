@@ -11,3 +11,4 @@ pub mod server;
 pub mod stats;
 pub mod upstream;
 pub mod listen;
+pub mod testing;
