@@ -12,3 +12,4 @@ pub mod stats;
 pub mod upstream;
 pub mod listen;
 pub mod testing;
+pub mod bench;

@@ -2,8 +2,19 @@
 //! tests and the benchmark (`v1alpha2` and `v1` alike: the same code is
 //! generated for both message sets).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::rt::TokioIo;
+use kolo_api::runtime_hook::{HookRequest, HookResponse};
+
+use crate::hook_client::{HookClient, HookConfig};
+use crate::listen;
+use crate::server::Proxy;
+use crate::upstream::Upstream;
 
 /// What one container printed, and how it ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -186,3 +197,101 @@ pod_flow!(v1);
 
 /// How long a test waits for a container that prints a line and exits.
 pub const EXIT_WAIT: Duration = Duration::from_secs(60);
+
+/// What a [`hook_server`] does.
+#[derive(Debug, Clone)]
+pub enum Behaviour {
+    /// Answers every request with this.
+    Answer(HookResponse),
+    /// Waits this long, then answers with no change.
+    Sleep(Duration),
+}
+
+/// A hook server on a unix socket that records what it is asked (a
+/// stand-in for the agent's, to test the proxy alone).
+#[derive(Debug)]
+pub struct HookServer {
+    /// Its socket.
+    pub socket: PathBuf,
+    /// The requests it got, in order.
+    pub seen: Arc<Mutex<Vec<HookRequest>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for HookServer {
+    fn drop(&mut self) {
+        self.task.abort();
+        let _ = std::fs::remove_file(&self.socket);
+    }
+}
+
+/// Starts a [`HookServer`] at `dir/hooks.sock` (on the current tokio
+/// runtime).
+pub fn hook_server(dir: &Path, behaviour: Behaviour) -> HookServer {
+    let socket = dir.join("hooks.sock");
+    let listener = tokio::net::UnixListener::bind(&socket).expect("binding the test hook server");
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let record = seen.clone();
+    let task = tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else { return };
+            let (record, behaviour) = (record.clone(), behaviour.clone());
+            let service = hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
+                let (record, behaviour) = (record.clone(), behaviour.clone());
+                async move {
+                    let body = req.into_body().collect().await?.to_bytes();
+                    let request: HookRequest = serde_json::from_slice(&body).unwrap_or_default();
+                    record.lock().unwrap().push(request);
+                    let answer = match behaviour {
+                        Behaviour::Answer(a) => a,
+                        Behaviour::Sleep(d) => {
+                            tokio::time::sleep(d).await;
+                            HookResponse::default()
+                        }
+                    };
+                    let json = serde_json::to_vec(&answer).unwrap_or_default();
+                    Ok::<_, hyper::Error>(http::Response::new(Full::new(Bytes::from(json))))
+                }
+            });
+            tokio::spawn(hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service));
+        }
+    });
+    HookServer { socket, seen, task }
+}
+
+/// A proxy served from this process.
+#[derive(Debug)]
+pub struct RunningProxy {
+    /// Its socket.
+    pub socket: PathBuf,
+    /// The proxy (its stats).
+    pub proxy: Arc<Proxy>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl RunningProxy {
+    /// Stops serving and waits until it has.
+    pub async fn stop(mut self) {
+        let _ = self.stop.take().unwrap().send(());
+        let _ = (&mut self.task).await;
+    }
+}
+
+/// Serves a proxy to `runtime` at `dir/proxy.sock` (on the current tokio
+/// runtime).
+pub fn start_proxy(dir: &Path, runtime: &Path, hooks: Option<HookConfig>) -> RunningProxy {
+    let socket = dir.join("proxy.sock");
+    let proxy = Arc::new(Proxy::new(Upstream::new(runtime.to_path_buf()), hooks.map(HookClient::new)));
+    let bound = listen::bind(&socket).expect("binding the proxy's socket");
+    let (stop, stopped) = tokio::sync::oneshot::channel();
+    let serving = proxy.clone();
+    let task = tokio::spawn(async move {
+        listen::serve(serving, &bound, async move {
+            let _ = stopped.await;
+        })
+        .await;
+    });
+    RunningProxy { socket, proxy, stop: Some(stop), task }
+}
+

@@ -6,20 +6,13 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper_util::rt::TokioIo;
-use kolo_api::runtime_hook::{FailurePolicy, HookRequest, HookResponse, ResourcesPatch, Stage};
+use kolo_api::runtime_hook::{FailurePolicy, HookResponse, ResourcesPatch, Stage};
 use kolo_runtime_proxy::cri::{self, v1, v1alpha2};
-use kolo_runtime_proxy::hook_client::{HookClient, HookConfig};
-use kolo_runtime_proxy::server::Proxy;
+use kolo_runtime_proxy::hook_client::HookConfig;
 use kolo_runtime_proxy::stats::HookOutcome;
-use kolo_runtime_proxy::testing::{self, EXIT_WAIT};
-use kolo_runtime_proxy::upstream::Upstream;
-use kolo_runtime_proxy::listen;
+use kolo_runtime_proxy::testing::{self, Behaviour, EXIT_WAIT, hook_server, start_proxy};
 
 /// The runtime's socket and cgroup root, or `None` (skipping loudly; CI
 /// fails instead).
@@ -35,89 +28,6 @@ fn runtime() -> Option<(PathBuf, String)> {
             None
         }
     }
-}
-
-/// What the test's hook server does.
-#[derive(Clone)]
-enum Behaviour {
-    Answer(HookResponse),
-    Sleep(Duration),
-}
-
-/// A hook server on a unix socket that records what it is asked.
-struct HookServer {
-    socket: PathBuf,
-    seen: Arc<Mutex<Vec<HookRequest>>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for HookServer {
-    fn drop(&mut self) {
-        self.task.abort();
-        let _ = std::fs::remove_file(&self.socket);
-    }
-}
-
-fn hook_server(dir: &Path, behaviour: Behaviour) -> HookServer {
-    let socket = dir.join("hooks.sock");
-    let listener = tokio::net::UnixListener::bind(&socket).unwrap();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let record = seen.clone();
-    let task = tokio::spawn(async move {
-        loop {
-            let Ok((stream, _)) = listener.accept().await else { return };
-            let (record, behaviour) = (record.clone(), behaviour.clone());
-            let service = hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
-                let (record, behaviour) = (record.clone(), behaviour.clone());
-                async move {
-                    let body = req.into_body().collect().await?.to_bytes();
-                    let request: HookRequest = serde_json::from_slice(&body).unwrap();
-                    record.lock().unwrap().push(request);
-                    let answer = match behaviour {
-                        Behaviour::Answer(a) => a,
-                        Behaviour::Sleep(d) => {
-                            tokio::time::sleep(d).await;
-                            HookResponse::default()
-                        }
-                    };
-                    let json = serde_json::to_vec(&answer).unwrap();
-                    Ok::<_, hyper::Error>(http::Response::new(Full::new(Bytes::from(json))))
-                }
-            });
-            tokio::spawn(hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service));
-        }
-    });
-    HookServer { socket, seen, task }
-}
-
-/// The proxy in this process, in front of `runtime`.
-struct RunningProxy {
-    socket: PathBuf,
-    proxy: Arc<Proxy>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl RunningProxy {
-    async fn stop(mut self) {
-        let _ = self.stop.take().unwrap().send(());
-        let _ = (&mut self.task).await;
-    }
-}
-
-fn start_proxy(dir: &Path, runtime: &Path, hooks: Option<HookConfig>) -> RunningProxy {
-    let socket = dir.join("proxy.sock");
-    let proxy = Arc::new(Proxy::new(Upstream::new(runtime.to_path_buf()), hooks.map(HookClient::new)));
-    let bound = listen::bind(&socket).unwrap();
-    let (stop, stopped) = tokio::sync::oneshot::channel();
-    let serving = proxy.clone();
-    let task = tokio::spawn(async move {
-        listen::serve(serving, &bound, async move {
-            let _ = stopped.await;
-        })
-        .await;
-    });
-    RunningProxy { socket, proxy, stop: Some(stop), task }
 }
 
 fn hooks(socket: &Path, stages: &[(Stage, FailurePolicy)], timeout: Duration) -> HookConfig {
@@ -260,9 +170,14 @@ async fn calls_it_does_not_hook_come_back_exactly_as_the_runtime_answered() {
     assert_eq!((dv.runtime_api_version.as_str(), &dv), ("v1", &pv));
     let mut di = v1::image_service_client::ImageServiceClient::new(direct.clone());
     let mut pi = v1::image_service_client::ImageServiceClient::new(proxied.clone());
-    let images = di.list_images(v1::ListImagesRequest::default()).await.unwrap().into_inner();
+    // containerd lists in no fixed order.
+    let sorted = |mut r: v1::ListImagesResponse| {
+        r.images.sort_by(|a, b| a.id.cmp(&b.id));
+        r
+    };
+    let images = sorted(di.list_images(v1::ListImagesRequest::default()).await.unwrap().into_inner());
     assert!(images.images.iter().any(|i| i.repo_tags.iter().any(|t| t == testing::BUSYBOX_IMAGE)), "{images:?}");
-    assert_eq!(images, pi.list_images(v1::ListImagesRequest::default()).await.unwrap().into_inner());
+    assert_eq!(images, sorted(pi.list_images(v1::ListImagesRequest::default()).await.unwrap().into_inner()));
 
     // Errors: the same code and message, from an unhooked and a hooked call.
     let req = v1alpha2::ContainerStatusRequest { container_id: "no-such-container".into(), verbose: false };

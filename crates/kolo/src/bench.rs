@@ -2,6 +2,7 @@
 
 use std::error::Error;
 use std::io::Write;
+use std::path::PathBuf;
 
 use kolo_bench::{agent_overhead, interference};
 
@@ -51,6 +52,28 @@ pub enum Command {
         #[arg(short, long, value_enum, default_value_t = OutputFormat::Text)]
         output: OutputFormat,
     },
+    /// What `kolo runtime-proxy` adds to CRI calls (CreateContainer,
+    /// StartContainer, ListContainers), straight at a containerd vs through
+    /// the proxy with a hook server answering every hook (needs root and a
+    /// containerd with the busybox image: `scripts/cluster start
+    /// --runtime-only DIR`, whose DIR/runtime.env names both).
+    RuntimeProxy {
+        /// The runtime's CRI socket.
+        #[arg(long)]
+        runtime_endpoint: PathBuf,
+        /// The cgroup the bench's pod goes under.
+        #[arg(long)]
+        cgroup_root: String,
+        /// Containers to create and start (half each way).
+        #[arg(long, default_value_t = 150)]
+        containers: usize,
+        /// ListContainers calls (half each way).
+        #[arg(long, default_value_t = 400)]
+        lists: usize,
+        /// Output format.
+        #[arg(short, long, value_enum, default_value_t = OutputFormat::Text)]
+        output: OutputFormat,
+    },
 }
 
 /// Runs `kolo bench ...` with this binary as the agent.
@@ -73,6 +96,19 @@ pub fn run(command: Command, out: &mut dyn Write) -> Result<(), BoxError> {
                 OutputFormat::Text => result.write_text(out)?,
             }
         }
+        Command::RuntimeProxy { runtime_endpoint, cgroup_root, containers, lists, output } => {
+            let config = kolo_runtime_proxy::bench::BenchConfig {
+                runtime: runtime_endpoint,
+                cgroup_root,
+                containers: containers.clamp(2, 2000),
+                lists: lists.clamp(2, 100_000),
+            };
+            let figures = runtime_proxy_bench(&config)?;
+            match output {
+                OutputFormat::Json => crate::write_json(&figures, out)?,
+                OutputFormat::Text => write_proxy_figures(&config, &figures, out)?,
+            }
+        }
         Command::Interference { args, output } => {
             let report = interference::run(&args, &agent)?;
             match output {
@@ -80,6 +116,38 @@ pub fn run(command: Command, out: &mut dyn Write) -> Result<(), BoxError> {
                 OutputFormat::Text => report.write_text(out)?,
             }
         }
+    }
+    Ok(())
+}
+
+fn runtime_proxy_bench(
+    config: &kolo_runtime_proxy::bench::BenchConfig,
+) -> Result<Vec<kolo_runtime_proxy::bench::CallFigures>, BoxError> {
+    let dir = tempfile::tempdir()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    Ok(runtime.block_on(kolo_runtime_proxy::bench::run(config, dir.path()))?)
+}
+
+fn write_proxy_figures(
+    config: &kolo_runtime_proxy::bench::BenchConfig,
+    figures: &[kolo_runtime_proxy::bench::CallFigures],
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "runtime proxy vs {} ({} containers, {} lists; µs)",
+        config.runtime.display(),
+        config.containers,
+        config.lists
+    )?;
+    writeln!(out, "{:<18} {:>7} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9}", "call", "n/way", "direct p50", "proxy p50", "direct p99", "proxy p99", "+p50", "+p99")?;
+    for f in figures {
+        let (a50, a99) = f.added_us();
+        writeln!(
+            out,
+            "{:<18} {:>7} {:>10.0} {:>10.0} {:>10.0} {:>10.0} {:>9.0} {:>9.0}",
+            f.call, f.direct.samples, f.direct.p50_us, f.proxied.p50_us, f.direct.p99_us, f.proxied.p99_us, a50, a99
+        )?;
     }
     Ok(())
 }
