@@ -93,17 +93,19 @@ pub struct HookMetrics {
 }
 
 impl HookMetrics {
-    fn count(&self, stage: Stage, outcome: Outcome) {
+    fn slot(&self, stage: Stage, outcome: Outcome) -> &AtomicU64 {
         let s = Stage::ALL.iter().position(|x| *x == stage).unwrap_or(0);
         let o = Outcome::ALL.iter().position(|x| *x == outcome).unwrap_or(0);
-        self.counts[s][o].fetch_add(1, Ordering::Relaxed);
+        &self.counts[s][o]
+    }
+
+    fn count(&self, stage: Stage, outcome: Outcome) {
+        self.slot(stage, outcome).fetch_add(1, Ordering::Relaxed);
     }
 
     /// The count of `stage` requests that ended in `outcome`.
     pub fn get(&self, stage: Stage, outcome: Outcome) -> u64 {
-        let s = Stage::ALL.iter().position(|x| *x == stage).unwrap_or(0);
-        let o = Outcome::ALL.iter().position(|x| *x == outcome).unwrap_or(0);
-        self.counts[s][o].load(Ordering::Relaxed)
+        self.slot(stage, outcome).load(Ordering::Relaxed)
     }
 
     /// Appends the counters in the OpenMetrics text format (no `# EOF`),
@@ -113,9 +115,9 @@ impl HookMetrics {
         let name = "kolo_agent_hook_requests";
         let _ = writeln!(text, "# HELP {name} Runtime hook requests by stage and outcome.");
         let _ = writeln!(text, "# TYPE {name} counter");
-        for (i, stage) in Stage::ALL.iter().enumerate() {
-            for (j, outcome) in Outcome::ALL.iter().enumerate() {
-                let n = self.counts[i][j].load(Ordering::Relaxed);
+        for stage in Stage::ALL {
+            for outcome in Outcome::ALL {
+                let n = self.get(stage, outcome);
                 if n > 0 {
                     let outcome = outcome.as_str();
                     let _ = writeln!(
@@ -379,15 +381,11 @@ pub fn serve_on_thread<S: PodSource + 'static>(
         .enable_all()
         .build()
         .map_err(io("starting the runtime"))?;
-    let path = path.to_path_buf();
+    let owned = path.to_path_buf();
     std::thread::Builder::new()
         .name("hooks".into())
-        .spawn(move || runtime.block_on(serve_until_signal(listener, server, path)))
-        .map_err(|source| HookSocketError::Io {
-            path: PathBuf::new(),
-            action: "starting the thread",
-            source,
-        })?;
+        .spawn(move || runtime.block_on(serve_until_signal(listener, server, owned)))
+        .map_err(io("starting the thread"))?;
     Ok(())
 }
 
