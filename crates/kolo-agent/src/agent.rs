@@ -317,6 +317,22 @@ impl<S: PodSource> Agent<S> {
         {
             return;
         }
+        self.resync_pods(now, report);
+    }
+
+    /// Asks the pod source now, whatever the sync interval, and rebuilds
+    /// the pods' states if the list changed: the runtime hooks call it
+    /// when asked about a pod the agent has not seen yet (a new pod shows
+    /// up in the source before the next sync). Returns the problems met,
+    /// as a tick reports them.
+    pub fn sync_pods_now(&mut self, now: Timestamp) -> Vec<String> {
+        let mut report = TickReport::default();
+        self.resync_pods(now, &mut report);
+        report.errors
+    }
+
+    fn resync_pods(&mut self, now: Timestamp, report: &mut TickReport) {
+        let failing = self.pods.consecutive_failures() > 0;
         self.last_pod_sync = Some(now);
         match self.pods.sync() {
             Ok(_) if failing => self.pods_back_at = Some(now),
@@ -642,6 +658,19 @@ impl<S: PodSource> Agent<S> {
     /// The pods the agent knows.
     pub fn pods(&self) -> &[AgentPod] {
         &self.agent_pods
+    }
+
+    /// The strategies' view of the pod with this UID (without usage), if
+    /// the agent knows it and could build it.
+    pub fn pod_state(&self, uid: &str) -> Option<&PodState> {
+        self.pod_states.iter().find(|p| p.pod.id.uid == uid)
+    }
+
+    /// How many times the pod list changed: the pods' states are rebuilt
+    /// each time, so a caller holding copies compares it to know when to
+    /// take them again.
+    pub fn pod_generation(&self) -> u64 {
+        self.pod_generation
     }
 
     /// The last tick's pod samples.

@@ -112,6 +112,10 @@ pub struct Args {
     /// Stop after this many seconds (default: run until killed).
     #[arg(long, value_name = "SECONDS")]
     pub duration: Option<u64>,
+    /// Serve the runtime hooks `kolo runtime-proxy` calls on this unix
+    /// socket (e.g. /var/run/kolo/agent-hooks.sock; off by default).
+    #[arg(long, value_name = "PATH")]
+    pub hook_socket: Option<PathBuf>,
 }
 
 /// `kolo agent` subcommands.
@@ -212,10 +216,11 @@ impl Common {
         listen: Option<SocketAddr>,
         ticks: Option<u64>,
         cluster: Option<ClusterSide>,
+        hook_socket: Option<PathBuf>,
     ) -> Result<AgentRun, BoxError> {
         let (agent, source) = self.agent_config()?;
         let node_slo = self.node_slo.as_deref().map(load_node_slo).transpose()?;
-        Ok(AgentRun { agent, source, node_slo, listen, ticks, cluster })
+        Ok(AgentRun { agent, source, node_slo, listen, ticks, cluster, hook_socket })
     }
 
     /// The agent alone (no QoS), for the commands that only collect.
@@ -292,7 +297,12 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<(), BoxError> {
             crate::logging::init(args.common.log_format);
             require_standalone(&args.common)?;
             let ticks = args.duration.map(|d| ticks_for(&args.common, d, 0.0));
-            kolo_kube::agent::run(args.common.run_config(args.listen, ticks, None)?)?;
+            kolo_kube::agent::run(args.common.run_config(
+                args.listen,
+                ticks,
+                None,
+                args.hook_socket,
+            )?)?;
             Ok(())
         }
     }

@@ -35,6 +35,10 @@ pub struct Args {
     /// Serve `/metrics`, `/healthz` and `/readyz` here.
     #[arg(long, value_name = "ADDR")]
     listen: Option<SocketAddr>,
+    /// Serve the runtime hooks `kolo runtime-proxy` calls on this unix
+    /// socket (e.g. /var/run/kolo/agent-hooks.sock; off by default).
+    #[arg(long, value_name = "PATH")]
+    hook_socket: Option<PathBuf>,
 }
 
 /// Runs the agent until killed.
@@ -50,6 +54,11 @@ pub fn run(mut args: Args) -> Result<(), BoxError> {
         kubeconfig: args.kubeconfig,
         report_interval_until_spec: Duration::from_secs(args.report_interval_seconds.max(1)),
     };
-    kolo_kube::agent::run(args.common.run_config(args.listen, None, Some(cluster))?)?;
+    kolo_kube::agent::run(args.common.run_config(
+        args.listen,
+        None,
+        Some(cluster),
+        args.hook_socket,
+    )?)?;
     Ok(())
 }

@@ -20,8 +20,10 @@
 //! kubelet gave them, so an LSR pod's CPUs are exclusive from BE (through
 //! the suppression pools) but shared with LS pods.
 //!
-//! Until kolo's runtime proxy applies the cpuset when the container is
-//! created, a new container runs on the pod's CPUs for up to one round.
+//! With `kolo runtime-proxy` in front of the container runtime and the
+//! agent's `--hook-socket`, the same strategy gives a new container its
+//! cpuset at creation ([`super::hook`]); without them, a new container runs
+//! on the pod's CPUs for up to one round.
 
 use kolo_api::QoSClass;
 use kolo_api::crd::NodeSLOSpec;

@@ -268,6 +268,50 @@ pub struct NodeState {
     pub kubelet_down: bool,
 }
 
+impl NodeState {
+    /// The node-level fields without the pods (for a caller that runs the
+    /// strategies over a pod of its own choosing, as the runtime hooks do).
+    /// Destructured field by field so a new field cannot be forgotten.
+    pub fn without_pods(&self) -> NodeState {
+        let NodeState {
+            now,
+            capacity,
+            allocatable,
+            reserved,
+            usage,
+            be_cpus,
+            cpu_cores,
+            be_dir,
+            be,
+            pods: _,
+            features,
+            version,
+            evictions,
+            cfs,
+            be_usage_window,
+            kubelet_down,
+        } = self;
+        NodeState {
+            now: *now,
+            capacity: *capacity,
+            allocatable: *allocatable,
+            reserved: *reserved,
+            usage: *usage,
+            be_cpus: be_cpus.clone(),
+            cpu_cores: cpu_cores.clone(),
+            be_dir: be_dir.clone(),
+            be: be.clone(),
+            pods: Vec::new(),
+            features: *features,
+            version: *version,
+            evictions: *evictions,
+            cfs: cfs.clone(),
+            be_usage_window: *be_usage_window,
+            kubelet_down: *kubelet_down,
+        }
+    }
+}
+
 /// A cgroup write and why.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlannedWrite {
@@ -402,6 +446,7 @@ pub mod cpu_suppress;
 pub mod cpuset_bind;
 pub mod eviction_order;
 pub mod figures;
+pub mod hook;
 pub mod memory_evict;
 pub mod memory_qos;
 pub mod plan_report;

@@ -12,11 +12,15 @@
 //! * [`nodeslo`]: watches the node's NodeSLO;
 //! * [`topology`]: the node's CPU topology annotation, for cpusets;
 //! * [`watch`]: the watch of one object named after the node;
-//! * [`eviction`]: evicts pods through the Eviction API.
+//! * [`eviction`]: evicts pods through the Eviction API;
+//! * [`hook_server`]: the runtime hook server `kolo runtime-proxy` asks,
+//!   answering from the [`hook_view`] the rounds publish.
 
 pub mod demo;
 pub mod driver;
 pub mod eviction;
+pub mod hook_server;
+pub mod hook_view;
 pub mod nodemetric;
 pub mod nodeslo;
 pub mod report;

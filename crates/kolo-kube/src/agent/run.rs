@@ -17,6 +17,8 @@ use tokio::sync::watch;
 
 use super::ApiEvictor;
 use super::driver::{CgroupSink, DryRunSink, PlanSink};
+use super::hook_server::{HookServer, HookSocketError, serve_on_thread};
+use super::hook_view::HookViews;
 use super::nodemetric::{NodeMetricWriter, watch_node_metric};
 use super::nodeslo::watch_node_slo;
 use super::report::report_every;
@@ -42,6 +44,8 @@ pub struct AgentRun {
     pub ticks: Option<u64>,
     /// The cluster side, if any.
     pub cluster: Option<ClusterSide>,
+    /// Serve the runtime hooks (`kolo runtime-proxy`) on this unix socket.
+    pub hook_socket: Option<PathBuf>,
 }
 
 /// The agent's cluster side.
@@ -68,6 +72,9 @@ pub enum AgentRunError {
     /// The API server could not be reached or configured.
     #[error(transparent)]
     Kube(#[from] KubeError),
+    /// The runtime hook socket could not be set up.
+    #[error(transparent)]
+    HookSocket(#[from] HookSocketError),
 }
 
 /// Runs the agent until `ticks` ticks ran, or until killed.
@@ -86,9 +93,16 @@ pub fn run(config: AgentRun) -> Result<(), AgentRunError> {
         config.cluster.as_ref().map_or(Duration::from_secs(60), |c| c.report_interval_until_spec);
     let mut qos = QosLoop::new(default_strategies().into(), until_spec);
     qos.set_node_slo(config.node_slo.clone());
+    let hooks = match &config.hook_socket {
+        Some(path) => Some(serve_hooks(path, &agent, &health, qos.node_slo(), dry_run)?),
+        None => None,
+    };
     let Some(cluster) = &config.cluster else {
         let sink = sink(&ticks::lock(&agent), dry_run, None);
         let mut driver = QosDriver::new(qos, sink);
+        if let Some(views) = hooks {
+            driver.publish_hooks(views);
+        }
         tracing::info!(interval_ms = interval.as_millis() as u64, "agent running");
         run_ticks(&agent, interval, config.ticks, Some(&mut driver));
         return Ok(());
@@ -102,6 +116,9 @@ pub fn run(config: AgentRun) -> Result<(), AgentRunError> {
     let evictor: Box<dyn Evictor + Send> =
         Box::new(ApiEvictor::new(client.clone(), runtime.handle().clone(), health));
     let mut driver = QosDriver::new(qos, sink(&ticks::lock(&agent), dry_run, Some(evictor)));
+    if let Some(views) = hooks {
+        driver.publish_hooks(views);
+    }
     let (interval_tx, interval_rx) = watch::channel(until_spec);
     {
         let _context = runtime.enter();
@@ -116,6 +133,22 @@ pub fn run(config: AgentRun) -> Result<(), AgentRunError> {
     tracing::info!(%node, interval_ms = interval.as_millis() as u64, "agent running (cluster mode)");
     run_ticks(&agent, interval, config.ticks, Some(&mut driver));
     Ok(())
+}
+
+/// Starts the runtime hook server on `path` over `agent` (its request
+/// counters join `/metrics`), and returns where the rounds publish for it.
+fn serve_hooks(
+    path: &std::path::Path,
+    agent: &Arc<Mutex<Agent<Source>>>,
+    health: &Health,
+    slo: &NodeSLOSpec,
+    dry_run: bool,
+) -> Result<Arc<HookViews>, HookSocketError> {
+    let views = Arc::new(HookViews::new(slo.clone()));
+    let server = Arc::new(HookServer::new(Arc::clone(agent), Arc::clone(&views), dry_run));
+    serve_on_thread(path, Arc::clone(&server))?;
+    health.add_metrics(move |text| server.metrics.encode(text));
+    Ok(views)
 }
 
 /// The process's health endpoint for the agent: ready once the agent is

@@ -2,7 +2,7 @@
 //! QoS round after each, and, between ticks, the fast probe that re-plans
 //! at once when LS CPU surges.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use kolo_agent::agent::{Agent, NodeStateCache};
@@ -13,6 +13,7 @@ use kolo_core::clock::Timestamp;
 use tokio::sync::watch;
 
 use super::driver::{PlanSink, round_step};
+use super::hook_view::HookViews;
 
 /// How often the fast path reads node CPU between rounds.
 pub const FAST_PROBE: Duration = Duration::from_millis(50);
@@ -32,6 +33,8 @@ pub struct QosDriver {
     applied_generation: u64,
     /// The last round's node state, refreshed rather than rebuilt.
     state: NodeStateCache,
+    /// Where each round's node is published for the runtime hooks.
+    hooks: Option<Arc<HookViews>>,
 }
 
 impl QosDriver {
@@ -46,7 +49,14 @@ impl QosDriver {
             report_interval: None,
             applied_generation,
             state: NodeStateCache::default(),
+            hooks: None,
         }
+    }
+
+    /// Publishes each round's node, pods and NodeSLO to `views` (read by
+    /// the runtime hook server).
+    pub fn publish_hooks(&mut self, views: Arc<HookViews>) {
+        self.hooks = Some(views);
     }
 
     /// Follows the node's NodeSLO from `rx` (kept while it holds none).
@@ -86,6 +96,9 @@ impl QosDriver {
         self.follow_inputs();
         let state = agent.refresh_node_state(&mut self.state, now);
         let round = round_step(&mut self.qos, state, now, probe, self.sink.as_mut());
+        if let Some(views) = &self.hooks {
+            views.publish(state, self.qos.node_slo(), agent.pod_generation());
+        }
         agent.set_collect(&round.collect);
         if round.collect.policy_generation != self.applied_generation {
             self.applied_generation = round.collect.policy_generation;
