@@ -13,3 +13,4 @@ pub mod upstream;
 pub mod listen;
 pub mod testing;
 pub mod bench;
+pub mod authority;

@@ -11,6 +11,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::UnixListener;
 
+use crate::authority::AuthorityFix;
 use crate::server::Proxy;
 
 /// How long calls in flight may finish after shutdown is asked.
@@ -83,7 +84,7 @@ pub async fn serve(proxy: Arc<Proxy>, socket: &BoundSocket, shutdown: impl Futur
         let proxy = proxy.clone();
         let service = service_fn(move |req| proxy.clone().handle(req));
         let connection = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
-            .serve_connection(TokioIo::new(stream), service);
+            .serve_connection(TokioIo::new(AuthorityFix::new(stream)), service);
         let connection = graceful.watch(connection);
         tokio::spawn(async move {
             if let Err(e) = connection.await {

@@ -25,6 +25,12 @@
 //! 8. nothing of a test is left behind, and a deleted node's NodeMetric
 //!    and NodeSLO go (`nothing_is_left_for_deleted_pods_and_nodes`).
 //!
+//! The kubelet runs through kolo's runtime proxy (issue 19) and the agent
+//! serves its hooks, so in 3 and 7 the container's first command already
+//! sees the agent's limits and the scheduler's cpuset; with the agent gone
+//! pods still start, and the agent repairs them when it is back
+//! (`pods_start_without_the_hook_server_and_the_agent_repairs_them`).
+//!
 //! Needs the `KOLO_TEST_NODE_*` variables `scripts/test` sets; skips
 //! loudly without them.
 
@@ -38,7 +44,7 @@ use std::time::{Duration, Instant};
 
 use common::{kubectl, run, try_run};
 use e2e_common::{Daemon, component_args, create, free_port, get_json, wait_for};
-use node_common::{RealNode, busybox_container, real_node};
+use node_common::{RealNode, busybox_container, hook_socket, real_node};
 use serde_json::{Value, json};
 
 /// A pod starts in seconds (the image is local); the bound leaves room for
@@ -221,6 +227,39 @@ impl<'a> System<'a> {
     }
 
     /// The running pod selected by `selector` (its container ready).
+    /// Creates a Guaranteed LSR pod `name` of one whole CPU on kolo's
+    /// scheduler, printing its CPUs first; the running pod and the cpuset
+    /// the scheduler chose.
+    fn lsr_pod(&self, name: &str) -> (Value, String) {
+        let script = format!("{PRINT_CPUS}; exec sleep 3600");
+        let mut container = busybox_container("c", &script, "1", "1");
+        container["resources"]["limits"]["memory"] = json!("32Mi");
+        let mut pod = self.pod_object(name, "none", container);
+        pod["metadata"]["labels"]["koordinator.sh/qosClass"] = json!("LSR");
+        pod["metadata"]["labels"]["lsr"] = json!(name);
+        pod["spec"]["schedulerName"] = json!(self.id);
+        pod["spec"]["priorityClassName"] = json!("koord-prod");
+        create(self.config(), &pod);
+        let pod = self.running_pod(&format!("lsr={name}"));
+        let status = pod["metadata"]["annotations"]["scheduling.koordinator.sh/resource-status"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no resource-status annotation: {pod:#}\n{}", self.logs()));
+        let status: Value = serde_json::from_str(status).unwrap();
+        let cpuset = status["cpuset"].as_str().unwrap().to_string();
+        assert!(!cpuset.is_empty(), "{pod:#}");
+        (pod, cpuset)
+    }
+
+    /// The first `n` lines the running pod `name` printed.
+    fn first_lines(&self, name: &str, n: usize) -> Vec<String> {
+        wait_for(&format!("{n} log lines of pod {name}"), TIMEOUT, || {
+            let (_, out) = try_run(kubectl(self.config()).args(["logs", "-n", &self.id, name]), None);
+            let out = String::from_utf8_lossy(&out.stdout).into_owned();
+            let lines: Vec<String> = out.lines().take(n).map(str::to_string).collect();
+            (lines.len() == n).then_some(lines)
+        })
+    }
+
     fn running_pod(&self, selector: &str) -> Value {
         wait_for(&format!("a running pod with {selector}"), TIMEOUT, || {
             let list = get_json(self.config(), &["pods", "-n", &self.id, "-l", selector])?;
@@ -449,6 +488,13 @@ fn noderesource(dump: &Path, map: &Path, node: &str) -> Option<(i64, i64)> {
 
 /// A BE container spinning one CPU: asks 200m (batch-cpu after admission),
 /// limited to `cpu_limit`, memory 64Mi / 128Mi.
+/// A container's first command: its own `cpu.shares`, CFS quota and
+/// memory limit, one per line.
+const PRINT_LIMITS: &str = "cat /sys/fs/cgroup/cpu/cpu.shares /sys/fs/cgroup/cpu/cpu.cfs_quota_us /sys/fs/cgroup/memory/memory.limit_in_bytes";
+
+/// A container's first command: the CPUs it may run on.
+const PRINT_CPUS: &str = "grep Cpus_allowed_list /proc/self/status";
+
 fn spinner(cpu_limit: &str) -> Value {
     let mut c = busybox_container("spin", "while :; do :; done", "200m", cpu_limit);
     c["resources"]["limits"]["memory"] = json!("128Mi");
@@ -465,7 +511,9 @@ fn batch_job_runs_with_the_agents_limits() {
 
     // 3. A Job selected by the BE profile: BE, koord-batch, batch resources
     // instead of cpu / memory (so the kubelet sees a BestEffort pod).
-    system.be_job("batch", spinner("1"));
+    let mut container = spinner("1");
+    container["command"] = json!(["sh", "-c", format!("{PRINT_LIMITS}; while :; do :; done")]);
+    system.be_job("batch", container);
     let pod = system.running_pod("job=batch");
     let spec = &pod["spec"];
     assert_eq!(pod["metadata"]["labels"]["koordinator.sh/qosClass"], "BE", "{pod:#}");
@@ -488,6 +536,14 @@ fn batch_job_runs_with_the_agents_limits() {
         ("cpu", "cpu.cfs_quota_us", "100000"),
         ("memory", "memory.limit_in_bytes", "134217728"),
     ];
+    // Through the runtime proxy, the container was created with them: its
+    // first command read them (issue 19).
+    if hook_socket(&node, "batch_job_runs_with_the_agents_limits").is_some() {
+        let name = pod["metadata"]["name"].as_str().unwrap();
+        let first = system.first_lines(name, 3);
+        let want_first: Vec<&str> = want.iter().map(|(_, _, v)| *v).collect();
+        assert_eq!(first, want_first, "what the container saw first\n{}", system.logs());
+    }
     for dir in [&container, &pod_dir] {
         for (controller, file, value) in want {
             let ok = wait_until(TIMEOUT, || cgroup_file(controller, dir, file) == value);
@@ -622,20 +678,14 @@ fn lsr_pod_gets_its_cpuset() {
     });
 
     // 7. A Guaranteed LSR pod of one whole CPU, on kolo's scheduler.
-    let mut container = busybox_container("c", "exec sleep 3600", "1", "1");
-    container["resources"]["limits"]["memory"] = json!("32Mi");
-    let mut pod = system.pod_object("lsr", "none", container);
-    pod["metadata"]["labels"]["koordinator.sh/qosClass"] = json!("LSR");
-    pod["spec"]["schedulerName"] = json!(system.id);
-    pod["spec"]["priorityClassName"] = json!("koord-prod");
-    create(config, &pod);
-    let pod = system.running_pod("koordinator.sh/qosClass=LSR");
-    let status = pod["metadata"]["annotations"]["scheduling.koordinator.sh/resource-status"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no resource-status annotation: {pod:#}\n{}", system.logs()));
-    let status: Value = serde_json::from_str(status).unwrap();
-    let cpuset = status["cpuset"].as_str().unwrap().to_string();
-    assert!(!cpuset.is_empty(), "{pod:#}");
+    let (pod, cpuset) = system.lsr_pod("lsr");
+    // Through the runtime proxy, the container started on those CPUs: its
+    // first command saw them (issue 19).
+    if hook_socket(&node, "lsr_pod_gets_its_cpuset").is_some() {
+        let name = pod["metadata"]["name"].as_str().unwrap();
+        let first = system.first_lines(name, 1);
+        assert_eq!(first, [format!("Cpus_allowed_list:\t{cpuset}")], "{}", system.logs());
+    }
 
     // The container's cgroup and its processes run on exactly those CPUs.
     let dir = container_cgroup(&node, &pod);
@@ -662,6 +712,43 @@ fn lsr_pod_gets_its_cpuset() {
     );
     let allowed = String::from_utf8_lossy(&out.stdout);
     assert_eq!(allowed.split_whitespace().nth(1), Some(cpuset.as_str()), "{allowed}");
+}
+
+#[test]
+fn pods_start_without_the_hook_server_and_the_agent_repairs_them() {
+    let test = "pods_start_without_the_hook_server_and_the_agent_repairs_them";
+    let Some(node) = real_node("node_colocation") else { return };
+    if hook_socket(&node, test).is_none() {
+        return;
+    }
+    let mut system = System::start(&node, "coloc-nohook", THRESHOLDS);
+    wait_for("the node's CPU topology annotation", TIMEOUT, || {
+        let n = get_json(system.config(), &["node", &node.name])?;
+        n["metadata"]["annotations"]["node.koordinator.sh/cpu-topology"].as_str().map(drop)
+    });
+    // The agent, and with it the hook server, goes away (its socket file
+    // stays, as after a crash).
+    system.agent.take().unwrap().kill();
+
+    // The pod still starts (failure policy Ignore), as the kubelet asked:
+    // on every CPU of its pod, not yet on the scheduler's cpuset.
+    let (pod, cpuset) = system.lsr_pod("lsr-nohook");
+    let name = pod["metadata"]["name"].as_str().unwrap();
+    let dir = container_cgroup(&node, &pod);
+    let pod_cpus = cgroup_file("cpuset", dir.parent().unwrap(), "cpuset.cpus");
+    assert_ne!(pod_cpus, cpuset, "precondition: the pod's CPUs are more than the bound cpuset");
+    let first = system.first_lines(name, 1);
+    assert_eq!(first, [format!("Cpus_allowed_list:\t{pod_cpus}")], "{}", system.logs());
+
+    // The agent is back: its reconcile loop moves the container.
+    system.start_agent("coloc-nohook");
+    let applied = wait_until(TIMEOUT, || cgroup_file("cpuset", &dir, "cpuset.cpus") == cpuset);
+    assert!(
+        applied,
+        "cpuset.cpus is {}, the scheduler chose {cpuset}\n{}",
+        cgroup_file("cpuset", &dir, "cpuset.cpus"),
+        system.logs()
+    );
 }
 
 #[test]

@@ -22,6 +22,10 @@ pub struct RealNode {
     pub kubelet: String,
     /// `KOLO_TEST_NODE_CGROUP_ROOT`: the kubelet's `--cgroup-root`.
     pub cgroup_root: String,
+    /// `KOLO_TEST_NODE_1_HOOK_SOCKET`: where the node's runtime proxy calls
+    /// the agent's hooks (`scripts/cluster start --runtime-proxy`), if the
+    /// kubelet runs through one.
+    pub hook_socket: Option<String>,
 }
 
 /// The one-node cluster, or `None` after saying loudly that `test` skips.
@@ -34,7 +38,8 @@ pub fn real_node(test: &str) -> Option<RealNode> {
         var("KOLO_TEST_NODE_CGROUP_ROOT"),
     ) {
         (Some(config), Some(name), Some(kubelet), Some(cgroup_root)) => {
-            Some(RealNode { config: config.into(), name, kubelet, cgroup_root })
+            let hook_socket = var("KOLO_TEST_NODE_1_HOOK_SOCKET");
+            Some(RealNode { config: config.into(), name, kubelet, cgroup_root, hook_socket })
         }
         _ => {
             // Straight to stderr, past the harness's capture, so the skip shows.
@@ -173,8 +178,10 @@ impl Drop for TestNamespace<'_> {
 
 /// `kolo agent cluster` for `node`: pods from its kubelet, cgroups under
 /// its cgroup root, the NodeMetric written every 2 s until the manager's
-/// NodeMetric spec says otherwise, `/metrics` on a free port.
+/// NodeMetric spec says otherwise, `/metrics` on a free port, and the hook
+/// server where the node's runtime proxy calls it (if it has one).
 pub fn agent_args(node: &RealNode) -> Vec<String> {
+    let hooks = node.hook_socket.iter().flat_map(|s| ["--hook-socket".to_string(), s.clone()]);
     [
         "agent",
         "cluster",
@@ -192,5 +199,28 @@ pub fn agent_args(node: &RealNode) -> Vec<String> {
         "127.0.0.1:0",
     ]
     .map(String::from)
-    .to_vec()
+    .into_iter()
+    .chain(hooks)
+    .collect()
+}
+
+/// The node's hook socket, asserting it has one in CI (where scripts/test
+/// starts the nodes with their runtime proxies); `None` after saying
+/// loudly that the hook checks of `test` skip.
+pub fn hook_socket<'n>(node: &'n RealNode, test: &str) -> Option<&'n str> {
+    match node.hook_socket.as_deref() {
+        Some(socket) => Some(socket),
+        None => {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "KOLO_TEST_NODE_1_HOOK_SOCKET unset: CI runs the nodes through kolo's runtime proxy"
+            );
+            let _ = writeln!(
+                std::io::stderr(),
+                "\n*** SKIPPED the runtime-hook checks of {test}: the node's kubelet does not run \
+                 through kolo's runtime proxy (scripts/cluster start --runtime-proxy). ***"
+            );
+            None
+        }
+    }
 }
