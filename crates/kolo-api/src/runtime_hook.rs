@@ -95,7 +95,9 @@ impl fmt::Display for Stage {
 
 /// A stage name that is not one of [`Stage::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown runtime hook stage {0:?} (expected one of PreRunPodSandbox, PreCreateContainer, PreStartContainer, PostStartContainer, PreUpdateContainerResources, PostStopContainer, PostStopPodSandbox, PreRemovePodSandbox)")]
+#[error(
+    "unknown runtime hook stage {0:?} (expected one of PreRunPodSandbox, PreCreateContainer, PreStartContainer, PostStartContainer, PreUpdateContainerResources, PostStopContainer, PostStopPodSandbox, PreRemovePodSandbox)"
+)]
 pub struct UnknownStage(pub String);
 
 impl FromStr for Stage {

@@ -76,7 +76,8 @@ impl<S> AuthorityFix<S> {
         if self.input.is_empty() {
             return Ok(false);
         }
-        let pass = if self.preface_left > 0 { &mut self.preface_left } else { &mut self.passthrough_left };
+        let pass =
+            if self.preface_left > 0 { &mut self.preface_left } else { &mut self.passthrough_left };
         if *pass > 0 {
             let n = (*pass).min(self.input.len());
             self.output.extend_from_slice(&self.input.split_to(n));
@@ -107,13 +108,21 @@ impl<S> AuthorityFix<S> {
         Ok(true)
     }
 
-    fn gather(&mut self, kind: u8, flags: u8, stream: u32, mut payload: BytesMut) -> io::Result<()> {
+    fn gather(
+        &mut self,
+        kind: u8,
+        flags: u8,
+        stream: u32,
+        mut payload: BytesMut,
+    ) -> io::Result<()> {
         if kind == HEADERS {
             if self.block.is_some() {
                 return Err(invalid("HEADERS inside a header block"));
             }
             if flags & PADDED != 0 {
-                let pad = *payload.first().ok_or_else(|| invalid("padded HEADERS without a length"))? as usize;
+                let pad =
+                    *payload.first().ok_or_else(|| invalid("padded HEADERS without a length"))?
+                        as usize;
                 if pad + 1 > payload.len() {
                     return Err(invalid("HEADERS padding longer than the frame"));
                 }
@@ -148,16 +157,17 @@ impl<S> AuthorityFix<S> {
     }
 
     fn emit(&mut self, stream: u32, end_stream: bool, block: &[u8]) -> io::Result<()> {
-        let mut headers = self
-            .decoder
-            .decode(block)
-            .map_err(|e| invalid(&format!("HPACK: {e:?}")))?;
+        let mut headers =
+            self.decoder.decode(block).map_err(|e| invalid(&format!("HPACK: {e:?}")))?;
         for (name, value) in &mut headers {
-            if name.as_slice() == b":authority" && http::uri::Authority::try_from(value.as_slice()).is_err() {
+            if name.as_slice() == b":authority"
+                && http::uri::Authority::try_from(value.as_slice()).is_err()
+            {
                 *value = b"localhost".to_vec();
             }
         }
-        let encoded = self.encoder.encode(headers.iter().map(|(n, v)| (n.as_slice(), v.as_slice())));
+        let encoded =
+            self.encoder.encode(headers.iter().map(|(n, v)| (n.as_slice(), v.as_slice())));
         let mut chunks = encoded.chunks(MAX_FRAME).peekable();
         let mut first = true;
         // An empty block is still one frame.
@@ -190,7 +200,11 @@ fn invalid(message: &str) -> io::Error {
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for AuthorityFix<S> {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
         let this = &mut *self;
         loop {
             if !this.output.is_empty() {
@@ -216,7 +230,11 @@ impl<S: AsyncRead + Unpin> AsyncRead for AuthorityFix<S> {
 }
 
 impl<S: AsyncWrite + Unpin> AsyncWrite for AuthorityFix<S> {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
         Pin::new(&mut self.inner).poll_write(cx, buf)
     }
 

@@ -35,7 +35,9 @@ fn frame(out: &mut Vec<u8>, kind: u8, flags: u8, stream: u32, payload: &[u8]) {
 /// CONTINUATION (its authority now an index into the client's table).
 fn client_bytes(authority: &str) -> Vec<u8> {
     let mut enc = loona_hpack::Encoder::new();
-    let encode = |enc: &mut loona_hpack::Encoder, h: &Headers| enc.encode(h.iter().map(|(n, v)| (n.as_slice(), v.as_slice())));
+    let encode = |enc: &mut loona_hpack::Encoder, h: &Headers| {
+        enc.encode(h.iter().map(|(n, v)| (n.as_slice(), v.as_slice())))
+    };
     let mut out = PREFACE.to_vec();
     frame(&mut out, 0x4, 0, 0, &[0, 3, 0, 0, 0, 100]);
     let block = encode(&mut enc, &headers(authority, "/runtime.v1alpha2.RuntimeService/Version"));
@@ -45,7 +47,8 @@ fn client_bytes(authority: &str) -> Vec<u8> {
     payload.extend_from_slice(&[0, 0]);
     frame(&mut out, HEADERS, END_HEADERS | PADDED | PRIORITY, 1, &payload);
     frame(&mut out, 0x0, END_STREAM, 1, b"\0\0\0\0\x02\x0a\x00");
-    let block = encode(&mut enc, &headers(authority, "/runtime.v1alpha2.RuntimeService/ListContainers"));
+    let block =
+        encode(&mut enc, &headers(authority, "/runtime.v1alpha2.RuntimeService/ListContainers"));
     let (a, b) = block.split_at(block.len() / 2);
     frame(&mut out, HEADERS, END_STREAM, 3, a);
     frame(&mut out, CONTINUATION, END_HEADERS, 3, b);
@@ -79,7 +82,11 @@ struct Chunked<'a> {
 }
 
 impl AsyncRead for Chunked<'_> {
-    fn poll_read(mut self: Pin<&mut Self>, _: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
         let n = self.chunk.min(self.data.len()).min(buf.remaining());
         buf.put_slice(&self.data[..n]);
         self.data = &self.data[n..];
@@ -100,7 +107,12 @@ async fn a_socket_path_authority_becomes_localhost_and_everything_else_is_kept()
     let kinds: Vec<(u8, u8, u32)> = frames.iter().map(|f| (f.0, f.1, f.2)).collect();
     assert_eq!(
         kinds,
-        [(0x4, 0, 0), (HEADERS, END_HEADERS, 1), (0x0, END_STREAM, 1), (HEADERS, END_STREAM | END_HEADERS, 3)]
+        [
+            (0x4, 0, 0),
+            (HEADERS, END_HEADERS, 1),
+            (0x0, END_STREAM, 1),
+            (HEADERS, END_STREAM | END_HEADERS, 3)
+        ]
     );
     assert_eq!(frames[0].3, [0, 3, 0, 0, 0, 100], "SETTINGS untouched");
     assert_eq!(frames[2].3, b"\0\0\0\0\x02\x0a\x00", "DATA untouched");

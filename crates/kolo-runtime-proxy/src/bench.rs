@@ -106,7 +106,8 @@ pub async fn run(config: &BenchConfig, dir: &Path) -> Result<Vec<CallFigures>, B
     let mut clients = [client(config.runtime.clone()).await?, client(proxy.socket.clone()).await?];
     let uid = format!("kolo-bench-{}", std::process::id());
     let parent = format!("{}/pod{uid}", config.cgroup_root);
-    let sandbox = testing::v1alpha2::sandbox_config("bench", &uid, &parent, dir, Default::default());
+    let sandbox =
+        testing::v1alpha2::sandbox_config("bench", &uid, &parent, dir, Default::default());
     let id = testing::v1alpha2::run_sandbox(&mut clients[0], &sandbox)
         .await
         .map_err(|e| err("RunPodSandbox", &e))?;

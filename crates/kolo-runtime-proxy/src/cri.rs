@@ -21,7 +21,9 @@ use hyper_util::rt::TokioIo;
 /// A gRPC channel to the CRI endpoint at unix socket `path` (a runtime, or
 /// the proxy), for the generated clients: `v1::runtime_service_client::
 /// RuntimeServiceClient::new(channel)`.
-pub async fn connect(path: impl Into<PathBuf>) -> Result<tonic::transport::Channel, tonic::transport::Error> {
+pub async fn connect(
+    path: impl Into<PathBuf>,
+) -> Result<tonic::transport::Channel, tonic::transport::Error> {
     let path = path.into();
     // The URI is required by the builder and ignored by the connector.
     tonic::transport::Endpoint::from_static("http://localhost")

@@ -67,10 +67,7 @@ mod tests {
         assert_eq!(&framed[..], &[0, 0, 0, 0, 5, b'a', b'b', b'c', b'd', b'e']);
         assert_eq!(decode(&framed).unwrap(), Bytes::from_static(b"abcde"));
         assert_eq!(decode(&Bytes::from_static(&[0, 0])), Err(FrameError::Short(2)));
-        assert_eq!(
-            decode(&Bytes::from_static(&[1, 0, 0, 0, 1, 7])),
-            Err(FrameError::Compressed)
-        );
+        assert_eq!(decode(&Bytes::from_static(&[1, 0, 0, 0, 1, 7])), Err(FrameError::Compressed));
         assert_eq!(
             decode(&Bytes::from_static(&[0, 0, 0, 0, 3, 7])),
             Err(FrameError::Length { header: 3, body: 1 })

@@ -48,14 +48,16 @@ pub fn bind(path: &Path) -> Result<BoundSocket, BindError> {
     let bad = |message: String| BindError { path: path.display().to_string(), message };
     match std::fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_socket() => {
-            std::fs::remove_file(path).map_err(|e| bad(format!("removing the stale socket: {e}")))?;
+            std::fs::remove_file(path)
+                .map_err(|e| bad(format!("removing the stale socket: {e}")))?;
         }
         Ok(_) => return Err(bad("exists and is not a socket; not replacing it".into())),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(bad(e.to_string())),
     }
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| bad(format!("creating {}: {e}", dir.display())))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| bad(format!("creating {}: {e}", dir.display())))?;
     }
     let listener = UnixListener::bind(path).map_err(|e| bad(format!("bind: {e}")))?;
     let bound = BoundSocket { listener, path: path.to_path_buf() };

@@ -48,8 +48,12 @@ impl Proxy {
     }
 
     /// Answers one CRI call.
-    pub async fn handle(self: Arc<Self>, request: http::Request<Incoming>) -> Result<Response, Infallible> {
-        let hooked = method::hooked(request.uri().path()).filter(|(_, call)| self.hooks_call(*call));
+    pub async fn handle(
+        self: Arc<Self>,
+        request: http::Request<Incoming>,
+    ) -> Result<Response, Infallible> {
+        let hooked =
+            method::hooked(request.uri().path()).filter(|(_, call)| self.hooks_call(*call));
         let response = match hooked {
             Some((_, call)) => self.hooked(call, request).await,
             None => self.forward(request.map(box_body)).await,
@@ -79,7 +83,9 @@ impl Proxy {
         let body = match Limited::new(body, MAX_HOOKED_REQUEST_BYTES).collect().await {
             Ok(collected) => collected.to_bytes(),
             Err(e) => {
-                let status = tonic::Status::invalid_argument(format!("kolo runtime-proxy: reading the {call:?} request: {e}"));
+                let status = tonic::Status::invalid_argument(format!(
+                    "kolo runtime-proxy: reading the {call:?} request: {e}"
+                ));
                 return status_response(status);
             }
         };
@@ -115,13 +121,20 @@ impl Proxy {
     /// Runs the pre hook: `Ok(Some(bytes))` to append to the request,
     /// `Ok(None)` to send it as it is, `Err` to fail the call (policy
     /// `Fail`).
-    async fn pre_hook(&self, call: HookedCall, stage: Stage, message: &Bytes) -> Result<Option<Vec<u8>>, tonic::Status> {
+    async fn pre_hook(
+        &self,
+        call: HookedCall,
+        stage: Stage,
+        message: &Bytes,
+    ) -> Result<Option<Vec<u8>>, tonic::Status> {
         let Some(policy) = self.policy(stage) else { return Ok(None) };
         let response = match self.call_hook(call, stage, message).await {
             Ok(response) => response,
             Err(e) if policy == FailurePolicy::Fail => {
                 self.stats.hook(HookOutcome::Failed);
-                return Err(tonic::Status::unavailable(format!("kolo runtime-proxy: {stage} hook (failure policy Fail): {e}")));
+                return Err(tonic::Status::unavailable(format!(
+                    "kolo runtime-proxy: {stage} hook (failure policy Fail): {e}"
+                )));
             }
             Err(e) => {
                 self.stats.hook(HookOutcome::Ignored);
@@ -130,30 +143,51 @@ impl Proxy {
             }
         };
         let appended = translate::patch(call, &response);
-        self.stats.hook(if appended.is_some() { HookOutcome::Changed } else { HookOutcome::Unchanged });
+        self.stats.hook(if appended.is_some() {
+            HookOutcome::Changed
+        } else {
+            HookOutcome::Unchanged
+        });
         Ok(appended)
     }
 
-    async fn call_hook(&self, call: HookedCall, stage: Stage, message: &[u8]) -> Result<HookResponse, String> {
+    async fn call_hook(
+        &self,
+        call: HookedCall,
+        stage: Stage,
+        message: &[u8],
+    ) -> Result<HookResponse, String> {
         let hooks = self.hooks.as_ref().ok_or("no hook server")?;
-        let request: HookRequest = translate::hook_request(call, stage, message).map_err(|e| e.to_string())?;
+        let request: HookRequest =
+            translate::hook_request(call, stage, message).map_err(|e| e.to_string())?;
         hooks.call(&request).await.map_err(|e| e.to_string())
     }
 
     /// Reads the runtime's answer to see whether the call succeeded, runs
     /// the post hook in the background if it did (its answer changes
     /// nothing), and returns the answer unchanged.
-    async fn after(&self, call: HookedCall, stage: Stage, message: Bytes, response: Response) -> Response {
+    async fn after(
+        &self,
+        call: HookedCall,
+        stage: Stage,
+        message: Bytes,
+        response: Response,
+    ) -> Response {
         let (parts, body) = response.into_parts();
         let collected = match body.collect().await {
             Ok(c) => c,
-            Err(e) => return status_response(tonic::Status::unavailable(format!("container runtime: {e}"))),
+            Err(e) => {
+                return status_response(tonic::Status::unavailable(format!(
+                    "container runtime: {e}"
+                )));
+            }
         };
         let trailers = collected.trailers().cloned();
         let ok = match trailers.as_ref().and_then(tonic::Status::from_header_map) {
             Some(status) => status.code() == tonic::Code::Ok,
             // A trailers-only answer (an error) carries its status in the headers.
-            None => tonic::Status::from_header_map(&parts.headers).is_none_or(|s| s.code() == tonic::Code::Ok),
+            None => tonic::Status::from_header_map(&parts.headers)
+                .is_none_or(|s| s.code() == tonic::Code::Ok),
         };
         if ok && let Some(hooks) = self.hooks.clone() {
             match translate::hook_request(call, stage, &message) {

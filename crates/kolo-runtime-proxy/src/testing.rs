@@ -110,7 +110,10 @@ macro_rules! pod_flow {
             pub fn container_config(name: &str, script: &str) -> api::ContainerConfig {
                 api::ContainerConfig {
                     metadata: Some(api::ContainerMetadata { name: name.into(), attempt: 0 }),
-                    image: Some(api::ImageSpec { image: BUSYBOX_IMAGE.into(), ..Default::default() }),
+                    image: Some(api::ImageSpec {
+                        image: BUSYBOX_IMAGE.into(),
+                        ..Default::default()
+                    }),
                     command: vec!["/bin/sh".into(), "-c".into(), script.into()],
                     log_path: format!("{name}.log"),
                     linux: Some(api::LinuxContainerConfig {
@@ -129,7 +132,10 @@ macro_rules! pod_flow {
                 client: &mut RuntimeServiceClient<Channel>,
                 config: &api::PodSandboxConfig,
             ) -> Result<String, tonic::Status> {
-                let req = api::RunPodSandboxRequest { config: Some(config.clone()), ..Default::default() };
+                let req = api::RunPodSandboxRequest {
+                    config: Some(config.clone()),
+                    ..Default::default()
+                };
                 Ok(client.run_pod_sandbox(req).await?.into_inner().pod_sandbox_id)
             }
 
@@ -160,8 +166,12 @@ macro_rules! pod_flow {
                 client.start_container(req).await?;
                 let deadline = tokio::time::Instant::now() + wait;
                 loop {
-                    let req = api::ContainerStatusRequest { container_id: container_id.into(), verbose: false };
-                    let status = client.container_status(req).await?.into_inner().status.unwrap_or_default();
+                    let req = api::ContainerStatusRequest {
+                        container_id: container_id.into(),
+                        verbose: false,
+                    };
+                    let status =
+                        client.container_status(req).await?.into_inner().status.unwrap_or_default();
                     if status.state == api::ContainerState::ContainerExited as i32 {
                         let lines = read_cri_log(log_file).map_err(|e| {
                             tonic::Status::internal(format!("{}: {e}", log_file.display()))
@@ -182,9 +192,15 @@ macro_rules! pod_flow {
                 client: &mut RuntimeServiceClient<Channel>,
                 sandbox_id: &str,
             ) -> Result<(), tonic::Status> {
-                client.stop_pod_sandbox(api::StopPodSandboxRequest { pod_sandbox_id: sandbox_id.into() }).await?;
                 client
-                    .remove_pod_sandbox(api::RemovePodSandboxRequest { pod_sandbox_id: sandbox_id.into() })
+                    .stop_pod_sandbox(api::StopPodSandboxRequest {
+                        pod_sandbox_id: sandbox_id.into(),
+                    })
+                    .await?;
+                client
+                    .remove_pod_sandbox(api::RemovePodSandboxRequest {
+                        pod_sandbox_id: sandbox_id.into(),
+                    })
                     .await?;
                 Ok(())
             }
@@ -236,24 +252,29 @@ pub fn hook_server(dir: &Path, behaviour: Behaviour) -> HookServer {
         loop {
             let Ok((stream, _)) = listener.accept().await else { return };
             let (record, behaviour) = (record.clone(), behaviour.clone());
-            let service = hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
-                let (record, behaviour) = (record.clone(), behaviour.clone());
-                async move {
-                    let body = req.into_body().collect().await?.to_bytes();
-                    let request: HookRequest = serde_json::from_slice(&body).unwrap_or_default();
-                    record.lock().unwrap().push(request);
-                    let answer = match behaviour {
-                        Behaviour::Answer(a) => a,
-                        Behaviour::Sleep(d) => {
-                            tokio::time::sleep(d).await;
-                            HookResponse::default()
-                        }
-                    };
-                    let json = serde_json::to_vec(&answer).unwrap_or_default();
-                    Ok::<_, hyper::Error>(http::Response::new(Full::new(Bytes::from(json))))
-                }
-            });
-            tokio::spawn(hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service));
+            let service =
+                hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
+                    let (record, behaviour) = (record.clone(), behaviour.clone());
+                    async move {
+                        let body = req.into_body().collect().await?.to_bytes();
+                        let request: HookRequest =
+                            serde_json::from_slice(&body).unwrap_or_default();
+                        record.lock().unwrap().push(request);
+                        let answer = match behaviour {
+                            Behaviour::Answer(a) => a,
+                            Behaviour::Sleep(d) => {
+                                tokio::time::sleep(d).await;
+                                HookResponse::default()
+                            }
+                        };
+                        let json = serde_json::to_vec(&answer).unwrap_or_default();
+                        Ok::<_, hyper::Error>(http::Response::new(Full::new(Bytes::from(json))))
+                    }
+                });
+            tokio::spawn(
+                hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service),
+            );
         }
     });
     HookServer { socket, seen, task }
@@ -282,7 +303,8 @@ impl RunningProxy {
 /// runtime).
 pub fn start_proxy(dir: &Path, runtime: &Path, hooks: Option<HookConfig>) -> RunningProxy {
     let socket = dir.join("proxy.sock");
-    let proxy = Arc::new(Proxy::new(Upstream::new(runtime.to_path_buf()), hooks.map(HookClient::new)));
+    let proxy =
+        Arc::new(Proxy::new(Upstream::new(runtime.to_path_buf()), hooks.map(HookClient::new)));
     let bound = listen::bind(&socket).expect("binding the proxy's socket");
     let (stop, stopped) = tokio::sync::oneshot::channel();
     let serving = proxy.clone();
@@ -294,4 +316,3 @@ pub fn start_proxy(dir: &Path, runtime: &Path, hooks: Option<HookConfig>) -> Run
     });
     RunningProxy { socket, proxy, stop: Some(stop), task }
 }
-

@@ -135,7 +135,9 @@ pub fn patch(call: HookedCall, response: &HookResponse) -> Option<Vec<u8>> {
             let linux = response.pod_cgroup_parent.as_ref().map(|parent| {
                 v1::LinuxPodSandboxConfig { cgroup_parent: parent.clone(), ..Default::default() }
             });
-            if linux.is_none() && response.pod_labels.is_empty() && response.pod_annotations.is_empty()
+            if linux.is_none()
+                && response.pod_labels.is_empty()
+                && response.pod_annotations.is_empty()
             {
                 return None;
             }
@@ -149,7 +151,9 @@ pub fn patch(call: HookedCall, response: &HookResponse) -> Option<Vec<u8>> {
         }
         HookedCall::CreateContainer => {
             let r = &response.container_resources;
-            if r.is_empty() && response.container_envs.is_empty() && response.container_annotations.is_empty()
+            if r.is_empty()
+                && response.container_envs.is_empty()
+                && response.container_annotations.is_empty()
             {
                 return None;
             }
@@ -168,7 +172,8 @@ pub fn patch(call: HookedCall, response: &HookResponse) -> Option<Vec<u8>> {
                 linux,
                 ..Default::default()
             };
-            v1::CreateContainerRequest { config: Some(config), ..Default::default() }.encode_to_vec()
+            v1::CreateContainerRequest { config: Some(config), ..Default::default() }
+                .encode_to_vec()
         }
         HookedCall::UpdateContainerResources => {
             let r = &response.container_resources;

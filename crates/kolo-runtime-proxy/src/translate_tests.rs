@@ -76,10 +76,16 @@ fn a_v1alpha2_create_container_reads_whole_through_the_v1_messages() {
     assert_eq!(req.stage, Some(Stage::PreCreateContainer));
     assert_eq!(req.pod_sandbox_id, "sb-1");
     let pod = req.pod.unwrap();
-    assert_eq!((pod.name.as_str(), pod.namespace.as_str(), pod.uid.as_str()), ("web-0", "prod", "u-1"));
+    assert_eq!(
+        (pod.name.as_str(), pod.namespace.as_str(), pod.uid.as_str()),
+        ("web-0", "prod", "u-1")
+    );
     assert_eq!(pod.attempt, 2);
     assert_eq!(req.pod_labels["app"], "web");
-    assert_eq!(req.pod_annotations["scheduling.koordinator.sh/resource-status"], r#"{"cpuset":"2-3"}"#);
+    assert_eq!(
+        req.pod_annotations["scheduling.koordinator.sh/resource-status"],
+        r#"{"cpuset":"2-3"}"#
+    );
     assert_eq!(req.pod_cgroup_parent, "/kubepods/burstable/podu-1");
     let c = req.container.unwrap();
     assert_eq!((c.name.as_str(), c.attempt, c.id.as_str()), ("app", 1, ""));
@@ -125,12 +131,9 @@ fn a_patch_appended_to_a_v1alpha2_create_container_changes_only_what_it_sets() {
 fn a_run_pod_sandbox_patch_sets_the_cgroup_parent_and_merges_labels() {
     let original =
         a2::RunPodSandboxRequest { config: Some(a2_sandbox()), runtime_handler: "runc".into() };
-    let req = hook_request(
-        HookedCall::RunPodSandbox,
-        Stage::PreRunPodSandbox,
-        &original.encode_to_vec(),
-    )
-    .unwrap();
+    let req =
+        hook_request(HookedCall::RunPodSandbox, Stage::PreRunPodSandbox, &original.encode_to_vec())
+            .unwrap();
     assert_eq!(req.runtime_handler, "runc");
     assert_eq!(req.pod.unwrap().uid, "u-1");
     let response = HookResponse {

@@ -80,11 +80,10 @@ impl Upstream {
         let stream = tokio::net::UnixStream::connect(&self.socket)
             .await
             .map_err(|e| self.error(format!("connect: {e}")))?;
-        let (sender, connection) =
-            hyper::client::conn::http2::Builder::new(TokioExecutor::new())
-                .handshake(TokioIo::new(stream))
-                .await
-                .map_err(|e| self.error(format!("HTTP/2 handshake: {e}")))?;
+        let (sender, connection) = hyper::client::conn::http2::Builder::new(TokioExecutor::new())
+            .handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| self.error(format!("HTTP/2 handshake: {e}")))?;
         let socket = self.socket.display().to_string();
         tokio::spawn(async move {
             if let Err(e) = connection.await {

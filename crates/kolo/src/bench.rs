@@ -124,7 +124,8 @@ fn runtime_proxy_bench(
     config: &kolo_runtime_proxy::bench::BenchConfig,
 ) -> Result<Vec<kolo_runtime_proxy::bench::CallFigures>, BoxError> {
     let dir = tempfile::tempdir()?;
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     Ok(runtime.block_on(kolo_runtime_proxy::bench::run(config, dir.path()))?)
 }
 
@@ -140,13 +141,24 @@ fn write_proxy_figures(
         config.containers,
         config.lists
     )?;
-    writeln!(out, "{:<18} {:>7} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9}", "call", "n/way", "direct p50", "proxy p50", "direct p99", "proxy p99", "+p50", "+p99")?;
+    writeln!(
+        out,
+        "{:<18} {:>7} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9}",
+        "call", "n/way", "direct p50", "proxy p50", "direct p99", "proxy p99", "+p50", "+p99"
+    )?;
     for f in figures {
         let (a50, a99) = f.added_us();
         writeln!(
             out,
             "{:<18} {:>7} {:>10.0} {:>10.0} {:>10.0} {:>10.0} {:>9.0} {:>9.0}",
-            f.call, f.direct.samples, f.direct.p50_us, f.proxied.p50_us, f.direct.p99_us, f.proxied.p99_us, a50, a99
+            f.call,
+            f.direct.samples,
+            f.direct.p50_us,
+            f.proxied.p50_us,
+            f.direct.p99_us,
+            f.proxied.p99_us,
+            a50,
+            a99
         )?;
     }
     Ok(())

@@ -129,7 +129,10 @@ pub fn run(args: Args) -> Result<(), RuntimeProxyError> {
         .build()
         .map_err(|e| RuntimeProxyError::Start(format!("tokio runtime: {e}")))?;
     runtime.block_on(async move {
-        let proxy = Arc::new(Proxy::new(Upstream::new(runtime_path.clone()), hooks.clone().map(HookClient::new)));
+        let proxy = Arc::new(Proxy::new(
+            Upstream::new(runtime_path.clone()),
+            hooks.clone().map(HookClient::new),
+        ));
         if let Some(addr) = args.health_listen {
             let health = Health::new("runtime-proxy");
             let mut registry = prometheus_client::registry::Registry::default();

@@ -253,7 +253,8 @@ impl<'a> System<'a> {
     /// The first `n` lines the running pod `name` printed.
     fn first_lines(&self, name: &str, n: usize) -> Vec<String> {
         wait_for(&format!("{n} log lines of pod {name}"), TIMEOUT, || {
-            let (_, out) = try_run(kubectl(self.config()).args(["logs", "-n", &self.id, name]), None);
+            let (_, out) =
+                try_run(kubectl(self.config()).args(["logs", "-n", &self.id, name]), None);
             let out = String::from_utf8_lossy(&out.stdout).into_owned();
             let lines: Vec<String> = out.lines().take(n).map(str::to_string).collect();
             (lines.len() == n).then_some(lines)
