@@ -3,19 +3,19 @@
 //! created and started either straight at the runtime or through the proxy
 //! (alternating, so both see the same machine and the same number of
 //! containers); then ListContainers is timed the same way over them all.
-//! The proxy calls a hook server in this process that answers every hook
+//! The proxy is a separate process (`kolo runtime-proxy`, started by the
+//! caller) calling a hook server in this process that answers every hook
 //! with a change, so the figures include the hook round trip.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use kolo_api::runtime_hook::{FailurePolicy, HookResponse, ResourcesPatch, Stage};
+use kolo_api::runtime_hook::{HookResponse, ResourcesPatch};
 use serde::Serialize;
 use tonic::transport::Channel;
 
 use crate::cri::{self, v1alpha2 as api};
-use crate::hook_client::HookConfig;
-use crate::testing::{self, Behaviour, hook_server, start_proxy};
+use crate::testing::{self, Behaviour, hook_server};
 use api::runtime_service_client::RuntimeServiceClient;
 
 /// What to measure.
@@ -30,7 +30,17 @@ pub struct BenchConfig {
     pub containers: usize,
     /// ListContainers calls (half each way).
     pub lists: usize,
+    /// The socket of the proxy to measure, serving `runtime` and calling
+    /// hooks at `hook_socket` (see [`PROXY_HOOK_STAGES`]).
+    pub proxy: PathBuf,
+    /// Where the bench serves the hooks.
+    pub hook_socket: PathBuf,
 }
+
+/// The stages the measured proxy should call (`--hook-stages`): the ones
+/// kolo's agent serves, and a post stage.
+pub const PROXY_HOOK_STAGES: &str =
+    "PreRunPodSandbox,PreCreateContainer,PreUpdateContainerResources,PostStartContainer";
 
 /// p50 and p99 of one way of calling, in µs.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -79,31 +89,26 @@ pub fn quantiles(mut samples: Vec<Duration>) -> Quantiles {
     Quantiles { samples: samples.len(), p50_us: at(0.5), p99_us: at(0.99) }
 }
 
-/// Runs the bench (on the current tokio runtime); `dir` holds the sockets
-/// and logs.
+/// Runs the bench (on the current tokio runtime); `dir` holds the
+/// containers' logs.
 pub async fn run(config: &BenchConfig, dir: &Path) -> Result<Vec<CallFigures>, BenchError> {
     let err = |what: &str, e: &dyn std::fmt::Display| BenchError(format!("{what}: {e}"));
     let answer = HookResponse {
         container_resources: ResourcesPatch { cpu_shares: Some(2), ..Default::default() },
         ..Default::default()
     };
-    let server = hook_server(dir, Behaviour::Answer(answer));
-    let stages = [
-        Stage::PreRunPodSandbox,
-        Stage::PreCreateContainer,
-        Stage::PreUpdateContainerResources,
-        Stage::PostStartContainer,
-    ];
-    let hooks = HookConfig {
-        socket: server.socket.clone(),
-        timeout: Duration::from_secs(5),
-        stages: stages.iter().map(|s| (*s, FailurePolicy::Ignore)).collect(),
-    };
-    let proxy = start_proxy(dir, &config.runtime, Some(hooks));
+    let _server = hook_server(&config.hook_socket, Behaviour::Answer(answer));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !config.proxy.exists() {
+        if Instant::now() > deadline {
+            return Err(BenchError(format!("no proxy at {} after 10 s", config.proxy.display())));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let client = |path: PathBuf| async move {
         cri::connect(&path).await.map(RuntimeServiceClient::new).map_err(|e| err("connect", &e))
     };
-    let mut clients = [client(config.runtime.clone()).await?, client(proxy.socket.clone()).await?];
+    let mut clients = [client(config.runtime.clone()).await?, client(config.proxy.clone()).await?];
     let uid = format!("kolo-bench-{}", std::process::id());
     let parent = format!("{}/pod{uid}", config.cgroup_root);
     let sandbox =
@@ -114,7 +119,6 @@ pub async fn run(config: &BenchConfig, dir: &Path) -> Result<Vec<CallFigures>, B
     let figures = measure(config, &mut clients, &id, &sandbox).await;
     let removed = testing::v1alpha2::remove_sandbox(&mut clients[0], &id).await;
     testing::remove_cgroup(&parent);
-    proxy.stop().await;
     removed.map_err(|e| err("removing the bench's sandbox", &e))?;
     figures
 }

@@ -17,6 +17,15 @@ use crate::server::Proxy;
 /// How long calls in flight may finish after shutdown is asked.
 pub const DRAIN: Duration = Duration::from_secs(5);
 
+/// HTTP/2 flow-control windows of both connections (the kubelet's and
+/// the runtime's). With HTTP/2's default 64 KiB, a ListContainers answer
+/// of a node with 150 containers (~60 KiB and growing) waits for window
+/// updates on each hop; a unix socket has no bandwidth-delay product to
+/// protect.
+pub const STREAM_WINDOW: u32 = 4 << 20;
+/// See [`STREAM_WINDOW`].
+pub const CONNECTION_WINDOW: u32 = 16 << 20;
+
 /// Why the socket could not be bound.
 #[derive(Debug, thiserror::Error)]
 #[error("runtime proxy socket {path}: {message}")]
@@ -86,6 +95,8 @@ pub async fn serve(proxy: Arc<Proxy>, socket: &BoundSocket, shutdown: impl Futur
         let proxy = proxy.clone();
         let service = service_fn(move |req| proxy.clone().handle(req));
         let connection = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+            .initial_stream_window_size(STREAM_WINDOW)
+            .initial_connection_window_size(CONNECTION_WINDOW)
             .serve_connection(TokioIo::new(AuthorityFix::new(stream)), service);
         let connection = graceful.watch(connection);
         tokio::spawn(async move {

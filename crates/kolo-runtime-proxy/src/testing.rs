@@ -241,10 +241,9 @@ impl Drop for HookServer {
     }
 }
 
-/// Starts a [`HookServer`] at `dir/hooks.sock` (on the current tokio
-/// runtime).
-pub fn hook_server(dir: &Path, behaviour: Behaviour) -> HookServer {
-    let socket = dir.join("hooks.sock");
+/// Starts a [`HookServer`] at `socket` (on the current tokio runtime).
+pub fn hook_server(socket: &Path, behaviour: Behaviour) -> HookServer {
+    let socket = socket.to_path_buf();
     let listener = tokio::net::UnixListener::bind(&socket).expect("binding the test hook server");
     let seen = Arc::new(Mutex::new(Vec::new()));
     let record = seen.clone();

@@ -81,6 +81,8 @@ impl Upstream {
             .await
             .map_err(|e| self.error(format!("connect: {e}")))?;
         let (sender, connection) = hyper::client::conn::http2::Builder::new(TokioExecutor::new())
+            .initial_stream_window_size(crate::listen::STREAM_WINDOW)
+            .initial_connection_window_size(crate::listen::CONNECTION_WINDOW)
             .handshake(TokioIo::new(stream))
             .await
             .map_err(|e| self.error(format!("HTTP/2 handshake: {e}")))?;

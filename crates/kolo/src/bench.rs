@@ -97,13 +97,16 @@ pub fn run(command: Command, out: &mut dyn Write) -> Result<(), BoxError> {
             }
         }
         Command::RuntimeProxy { runtime_endpoint, cgroup_root, containers, lists, output } => {
+            let dir = tempfile::tempdir()?;
             let config = kolo_runtime_proxy::bench::BenchConfig {
                 runtime: runtime_endpoint,
                 cgroup_root,
                 containers: containers.clamp(2, 2000),
                 lists: lists.clamp(2, 100_000),
+                proxy: dir.path().join("proxy.sock"),
+                hook_socket: dir.path().join("hooks.sock"),
             };
-            let figures = runtime_proxy_bench(&config)?;
+            let figures = runtime_proxy_bench(&agent, &config, dir.path())?;
             match output {
                 OutputFormat::Json => crate::write_json(&figures, out)?,
                 OutputFormat::Text => write_proxy_figures(&config, &figures, out)?,
@@ -120,13 +123,34 @@ pub fn run(command: Command, out: &mut dyn Write) -> Result<(), BoxError> {
     Ok(())
 }
 
+/// Runs the bench against `kolo runtime-proxy` (this binary) as a process
+/// of its own, as it runs on a node; stops it afterwards.
 fn runtime_proxy_bench(
+    kolo: &std::path::Path,
     config: &kolo_runtime_proxy::bench::BenchConfig,
+    dir: &std::path::Path,
 ) -> Result<Vec<kolo_runtime_proxy::bench::CallFigures>, BoxError> {
-    let dir = tempfile::tempdir()?;
+    let mut proxy = std::process::Command::new(kolo)
+        .arg("runtime-proxy")
+        .arg("--listen")
+        .arg(&config.proxy)
+        .arg("--runtime-endpoint")
+        .arg(&config.runtime)
+        .arg("--hook-socket")
+        .arg(&config.hook_socket)
+        .args(["--hook-stages", kolo_runtime_proxy::bench::PROXY_HOOK_STAGES])
+        .env("RUST_LOG", "warn")
+        .stdin(std::process::Stdio::null())
+        .spawn()?;
     let runtime =
-        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    Ok(runtime.block_on(kolo_runtime_proxy::bench::run(config, dir.path()))?)
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build();
+    let result = runtime.map_err(BoxError::from).and_then(|runtime| {
+        runtime.block_on(kolo_runtime_proxy::bench::run(config, dir)).map_err(BoxError::from)
+    });
+    // SIGKILL: the proxy keeps nothing, and its socket goes with `dir`.
+    let _ = proxy.kill();
+    let _ = proxy.wait();
+    result
 }
 
 fn write_proxy_figures(

@@ -250,6 +250,18 @@ impl<'a> System<'a> {
         (pod, cpuset)
     }
 
+    /// Waits until the container cgroup `dir` has `cpuset.cpus` = `cpuset`
+    /// (the scheduler's choice, applied by the agent).
+    fn wait_for_cpuset(&self, dir: &Path, cpuset: &str) {
+        let applied = wait_until(TIMEOUT, || cgroup_file("cpuset", dir, "cpuset.cpus") == cpuset);
+        assert!(
+            applied,
+            "cpuset.cpus is {}, the scheduler chose {cpuset}\n{}",
+            cgroup_file("cpuset", dir, "cpuset.cpus"),
+            self.logs()
+        );
+    }
+
     /// The first `n` lines the running pod `name` printed.
     fn first_lines(&self, name: &str, n: usize) -> Vec<String> {
         wait_for(&format!("{n} log lines of pod {name}"), TIMEOUT, || {
@@ -690,13 +702,7 @@ fn lsr_pod_gets_its_cpuset() {
 
     // The container's cgroup and its processes run on exactly those CPUs.
     let dir = container_cgroup(&node, &pod);
-    let applied = wait_until(TIMEOUT, || cgroup_file("cpuset", &dir, "cpuset.cpus") == cpuset);
-    assert!(
-        applied,
-        "cpuset.cpus is {}, the scheduler chose {cpuset}\n{}",
-        cgroup_file("cpuset", &dir, "cpuset.cpus"),
-        system.logs()
-    );
+    system.wait_for_cpuset(&dir, &cpuset);
     let name = pod["metadata"]["name"].as_str().unwrap();
     let out = run(
         kubectl(config).args([
@@ -743,13 +749,7 @@ fn pods_start_without_the_hook_server_and_the_agent_repairs_them() {
 
     // The agent is back: its reconcile loop moves the container.
     system.start_agent("coloc-nohook");
-    let applied = wait_until(TIMEOUT, || cgroup_file("cpuset", &dir, "cpuset.cpus") == cpuset);
-    assert!(
-        applied,
-        "cpuset.cpus is {}, the scheduler chose {cpuset}\n{}",
-        cgroup_file("cpuset", &dir, "cpuset.cpus"),
-        system.logs()
-    );
+    system.wait_for_cpuset(&dir, &cpuset);
 }
 
 #[test]
