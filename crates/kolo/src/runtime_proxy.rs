@@ -123,8 +123,10 @@ pub fn run(args: Args) -> Result<(), RuntimeProxyError> {
         return Err(RuntimeProxyError::Flag { flag: "listen", message });
     }
     let hooks = hook_config(&args)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    // One thread: every call crosses two connections (the kubelet's, the
+    // runtime's), and on one thread handing a call between them wakes no
+    // other thread; the proxy does little else than move bytes.
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| RuntimeProxyError::Start(format!("tokio runtime: {e}")))?;
