@@ -9,6 +9,9 @@ use super::*;
 
 type Headers = Vec<(Vec<u8>, Vec<u8>)>;
 
+/// A frame as the server reads it: kind, flags, stream, payload.
+type Frame = (u8, u8, u32, Vec<u8>);
+
 fn headers(authority: &str, path: &str) -> Headers {
     [
         (":method", "POST"),
@@ -57,7 +60,7 @@ fn client_bytes(authority: &str) -> Vec<u8> {
 
 /// The frames of a server's input after the preface: (kind, flags,
 /// stream, payload), header blocks decoded.
-fn server_view(bytes: &[u8]) -> (Vec<(u8, u8, u32, Vec<u8>)>, Vec<Headers>) {
+fn server_view(bytes: &[u8]) -> (Vec<Frame>, Vec<Headers>) {
     assert_eq!(&bytes[..PREFACE.len()], PREFACE);
     let mut rest = &bytes[PREFACE.len()..];
     let (mut frames, mut blocks) = (Vec::new(), Vec::new());

@@ -97,7 +97,7 @@ pub async fn run(config: &BenchConfig, dir: &Path) -> Result<Vec<CallFigures>, B
         container_resources: ResourcesPatch { cpu_shares: Some(2), ..Default::default() },
         ..Default::default()
     };
-    let _server = hook_server(&config.hook_socket, Behaviour::Answer(answer));
+    let _server = hook_server(&config.hook_socket, Behaviour::Answer(Box::new(answer)));
     let deadline = Instant::now() + Duration::from_secs(10);
     while !config.proxy.exists() {
         if Instant::now() > deadline {

@@ -218,7 +218,7 @@ pub const EXIT_WAIT: Duration = Duration::from_secs(60);
 #[derive(Debug, Clone)]
 pub enum Behaviour {
     /// Answers every request with this.
-    Answer(HookResponse),
+    Answer(Box<HookResponse>),
     /// Waits this long, then answers with no change.
     Sleep(Duration),
 }
@@ -260,7 +260,7 @@ pub fn hook_server(socket: &Path, behaviour: Behaviour) -> HookServer {
                             serde_json::from_slice(&body).unwrap_or_default();
                         record.lock().unwrap().push(request);
                         let answer = match behaviour {
-                            Behaviour::Answer(a) => a,
+                            Behaviour::Answer(a) => *a,
                             Behaviour::Sleep(d) => {
                                 tokio::time::sleep(d).await;
                                 HookResponse::default()

@@ -72,10 +72,11 @@ impl Upstream {
 
     async fn sender(&self) -> Result<SendRequest<ProxyBody>, UpstreamError> {
         let cached = self.sender.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        if let Some(mut s) = cached {
-            if !s.is_closed() && s.ready().await.is_ok() {
-                return Ok(s);
-            }
+        if let Some(mut s) = cached
+            && !s.is_closed()
+            && s.ready().await.is_ok()
+        {
+            return Ok(s);
         }
         let stream = tokio::net::UnixStream::connect(&self.socket)
             .await

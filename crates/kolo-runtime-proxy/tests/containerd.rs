@@ -94,7 +94,10 @@ async fn a_container_starts_with_the_hooks_cpuset_and_limits_already_applied() {
     // A CPU the container would not be limited to without the hook.
     let cpu = online.split(['-', ',']).next_back().unwrap().to_string();
     assert_ne!(online, cpu, "precondition: more than one CPU online ({online})");
-    let server = hook_server(&dir.path().join("hooks.sock"), Behaviour::Answer(patch_answer(&cpu)));
+    let server = hook_server(
+        &dir.path().join("hooks.sock"),
+        Behaviour::Answer(Box::new(patch_answer(&cpu))),
+    );
     let stages = [
         (Stage::PreRunPodSandbox, FailurePolicy::Ignore),
         (Stage::PreCreateContainer, FailurePolicy::Fail),
@@ -177,8 +180,7 @@ async fn a_failing_hook_is_ignored_or_fails_the_call_as_its_policy_says() {
 async fn calls_it_does_not_hook_come_back_exactly_as_the_runtime_answered() {
     let Some((runtime, _root)) = runtime() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let server =
-        hook_server(&dir.path().join("hooks.sock"), Behaviour::Answer(HookResponse::default()));
+    let server = hook_server(&dir.path().join("hooks.sock"), Behaviour::Answer(Box::default()));
     let all: Vec<_> = Stage::ALL.iter().map(|s| (*s, FailurePolicy::Ignore)).collect();
     let proxy = start_proxy(
         dir.path(),
@@ -254,7 +256,10 @@ async fn a_restarted_proxy_loses_nothing_and_v1_pods_are_hooked_too() {
     let Some((runtime, root)) = runtime() else { return };
     let dir = tempfile::tempdir().unwrap();
     let cpu = online_cpus().split(['-', ',']).next().unwrap().to_string();
-    let server = hook_server(&dir.path().join("hooks.sock"), Behaviour::Answer(patch_answer(&cpu)));
+    let server = hook_server(
+        &dir.path().join("hooks.sock"),
+        Behaviour::Answer(Box::new(patch_answer(&cpu))),
+    );
     let stages = [(Stage::PreCreateContainer, FailurePolicy::Fail)];
     let config = hooks(&server.socket, &stages, Duration::from_secs(5));
     let proxy = start_proxy(dir.path(), &runtime, Some(config.clone()));
