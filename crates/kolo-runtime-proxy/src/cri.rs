@@ -33,3 +33,6 @@ pub async fn connect(
         }))
         .await
 }
+
+/// A CRI call's outcome, for callers of the clients.
+pub use tonic::{Code, Status};

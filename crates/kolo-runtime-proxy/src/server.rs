@@ -9,16 +9,18 @@
 
 use std::convert::Infallible;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
+use kolo_api::names::label::RUNTIME_PROXY_SKIP_HOOKSERVER as SKIP_HOOKSERVER;
 use kolo_api::runtime_hook::{FailurePolicy, HookRequest, HookResponse, Stage};
 
 use crate::frame;
 use crate::hook_client::HookClient;
 use crate::method::{self, HookedCall};
-use crate::stats::{HookOutcome, ProxyStats};
+use crate::stats::{HookOutcome, ProxyStats, Throttle};
 use crate::translate;
 use crate::upstream::{BoxError, ProxyBody, Upstream};
 
@@ -32,6 +34,7 @@ pub struct Proxy {
     upstream: Upstream,
     hooks: Option<HookClient>,
     stats: ProxyStats,
+    ignored_log: Throttle,
 }
 
 type Response = http::Response<ProxyBody>;
@@ -39,7 +42,8 @@ type Response = http::Response<ProxyBody>;
 impl Proxy {
     /// A proxy to `upstream`, calling `hooks` (none: a plain pass-through).
     pub fn new(upstream: Upstream, hooks: Option<HookClient>) -> Proxy {
-        Proxy { upstream, hooks, stats: ProxyStats::default() }
+        let ignored_log = Throttle::new(Duration::from_secs(10));
+        Proxy { upstream, hooks, stats: ProxyStats::default(), ignored_log }
     }
 
     /// What the proxy has done so far.
@@ -128,8 +132,15 @@ impl Proxy {
         message: &Bytes,
     ) -> Result<Option<Vec<u8>>, tonic::Status> {
         let Some(policy) = self.policy(stage) else { return Ok(None) };
-        let response = match self.call_hook(call, stage, message).await {
-            Ok(response) => response,
+        let started = Instant::now();
+        let answer = self.call_hook(call, stage, message).await;
+        self.stats.hook_seconds.observe(started.elapsed().as_secs_f64());
+        let response = match answer {
+            Ok(Some(response)) => response,
+            Ok(None) => {
+                self.stats.hook(HookOutcome::Skipped);
+                return Ok(None);
+            }
             Err(e) if policy == FailurePolicy::Fail => {
                 self.stats.hook(HookOutcome::Failed);
                 return Err(tonic::Status::unavailable(format!(
@@ -138,7 +149,9 @@ impl Proxy {
             }
             Err(e) => {
                 self.stats.hook(HookOutcome::Ignored);
-                tracing::warn!(%stage, error = %e, "hook failed; the call goes on as the kubelet asked (failure policy Ignore)");
+                if let Some(held_back) = self.ignored_log.allow(Instant::now()) {
+                    tracing::warn!(%stage, error = %e, held_back, "hook failed; the call goes on as the kubelet asked (failure policy Ignore; one such warning per 10 s)");
+                }
                 return Ok(None);
             }
         };
@@ -156,11 +169,14 @@ impl Proxy {
         call: HookedCall,
         stage: Stage,
         message: &[u8],
-    ) -> Result<HookResponse, String> {
+    ) -> Result<Option<HookResponse>, String> {
         let hooks = self.hooks.as_ref().ok_or("no hook server")?;
         let request: HookRequest =
             translate::hook_request(call, stage, message).map_err(|e| e.to_string())?;
-        hooks.call(&request).await.map_err(|e| e.to_string())
+        if request.pod_labels.get(SKIP_HOOKSERVER).is_some_and(|v| v == "true") {
+            return Ok(None);
+        }
+        hooks.call(&request).await.map(Some).map_err(|e| e.to_string())
     }
 
     /// Reads the runtime's answer to see whether the call succeeded, runs

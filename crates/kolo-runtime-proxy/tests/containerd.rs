@@ -59,7 +59,13 @@ async fn run_pod(
     let logs = dir.join(name);
     std::fs::create_dir_all(&logs).unwrap();
     let annotations = HashMap::from([("kolo.test/pod".to_string(), name.to_string())]);
-    let sandbox = flow::sandbox_config(name, &uid, &parent, &logs, annotations);
+    let mut sandbox = flow::sandbox_config(name, &uid, &parent, &logs, annotations);
+    // A pod named skip-* asks the proxy not to call the hook server, as
+    // Koordinator's label says.
+    if name.starts_with("skip-") {
+        let label = kolo_api::names::label::RUNTIME_PROXY_SKIP_HOOKSERVER;
+        sandbox.labels.insert(label.to_string(), "true".to_string());
+    }
     let id = flow::run_sandbox(&mut client, &sandbox).await?;
     let result = async {
         let c =
@@ -172,6 +178,11 @@ async fn a_failing_hook_is_ignored_or_fails_the_call_as_its_policy_says() {
     let err = run_pod(&proxy.socket, &root, dir.path(), "failed").await.unwrap_err();
     assert_eq!(err.code(), tonic::Code::Unavailable, "{err:?}");
     assert!(err.message().contains("PreCreateContainer hook (failure policy Fail)"), "{err:?}");
+    assert_eq!(proxy.proxy.stats().hooks(HookOutcome::Failed), 1);
+    // ... unless the pod is labelled to skip the hook server.
+    let lines = run_pod(&proxy.socket, &root, dir.path(), "skip-failed").await.unwrap();
+    assert_eq!(lines[0], format!("Cpus_allowed_list:\t{online}"));
+    assert_eq!(proxy.proxy.stats().hooks(HookOutcome::Skipped), 1);
     assert_eq!(proxy.proxy.stats().hooks(HookOutcome::Failed), 1);
     proxy.stop().await;
 }
