@@ -666,6 +666,12 @@ impl<S: PodSource> Agent<S> {
         self.pod_states.iter().find(|p| p.pod.id.uid == uid)
     }
 
+    /// The state of the pod running the container with runtime id `id`
+    /// (as the kubelet last reported it).
+    pub fn pod_state_with_container(&self, id: &str) -> Option<&PodState> {
+        self.pod_states.iter().find(|p| p.pod.containers.iter().any(|c| c.has_id(id)))
+    }
+
     /// How many times the pod list changed: the pods' states are rebuilt
     /// each time, so a caller holding copies compares it to know when to
     /// take them again.

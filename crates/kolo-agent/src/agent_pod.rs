@@ -21,6 +21,15 @@ pub struct ContainerRef {
     pub id: Option<String>,
 }
 
+impl ContainerRef {
+    /// Whether this is the container with runtime id `id`, given bare
+    /// (`4f1c...`) or with its runtime (`containerd://4f1c...`).
+    pub fn has_id(&self, id: &str) -> bool {
+        let bare = |id: &str| id.rsplit_once("://").map_or(id, |(_, bare)| bare).to_string();
+        !id.is_empty() && self.id.as_deref().map(bare) == Some(bare(id))
+    }
+}
+
 /// A pod as the agent sees it: the spec-side facts its collectors and
 /// strategies need, read once per pod list (the live figures are in
 /// [`PodState`](crate::qos::PodState)).
@@ -164,5 +173,21 @@ mod tests {
             assert_eq!(p.qos, qos, "{case}");
             assert_eq!(p.declared_qos(), declared, "{case}");
         }
+    }
+
+    #[test]
+    fn a_container_matches_its_id_bare_or_with_its_runtime() {
+        let c = ContainerRef { name: "main".into(), id: Some("containerd://abc123".into()) };
+        for (id, want) in [
+            ("abc123", true),
+            ("containerd://abc123", true),
+            ("docker://abc123", true),
+            ("abc12", false),
+            ("", false),
+        ] {
+            assert_eq!(c.has_id(id), want, "{id:?}");
+        }
+        let created = ContainerRef { name: "main".into(), id: None };
+        assert!(!created.has_id("abc123"));
     }
 }

@@ -172,9 +172,9 @@ impl<S: PodSource + 'static> HookServer<S> {
         if !wants_pod {
             return (empty, Outcome::Ignored);
         }
-        let uid = request.pod.as_ref().map(|p| p.uid.as_str()).unwrap_or_default();
-        let Some(found) = self.resolve(uid).await else {
-            tracing::debug!(%stage, uid, "runtime hook for a pod the agent does not know: no change");
+        let key = PodKey::of(request);
+        let Some(found) = self.resolve(&key).await else {
+            tracing::debug!(%stage, ?key, "runtime hook for a pod the agent does not know: no change");
             return (empty, Outcome::UnknownPod);
         };
         let decided = match stage {
@@ -199,27 +199,36 @@ impl<S: PodSource + 'static> HookServer<S> {
         (HookResponse { container_resources: decision.patch, ..empty }, outcome)
     }
 
-    /// The pod with `uid` from the views, else from the pod source asked
+    /// The pod `key` names from the views, else from the pod source asked
     /// once (on a blocking thread: the tick may hold the agent, and a
     /// kubelet answers within its timeout).
-    async fn resolve(&self, uid: &str) -> Option<Resolved> {
-        if uid.is_empty() {
-            return None;
-        }
+    async fn resolve(&self, key: &PodKey) -> Option<Resolved> {
         let view = self.views.current();
-        if let (Some(node), Some(pod)) = (&view.node, view.pods.get(uid)) {
+        let known = match key {
+            PodKey::None => return None,
+            PodKey::Uid(uid) => view.pods.get(uid),
+            PodKey::Container(id) => {
+                view.pods.values().find(|p| p.pod.containers.iter().any(|c| c.has_id(id)))
+            }
+        };
+        if let (Some(node), Some(pod)) = (&view.node, known) {
             let (node, pod) = (Arc::clone(node), Arc::clone(pod));
             return Some(Resolved { node, slo: Arc::clone(&view.slo), pod });
         }
         let agent = Arc::clone(&self.agent);
-        let (owned_uid, need_node) = (uid.to_string(), view.node.is_none());
+        let (key, need_node) = (key.clone(), view.node.is_none());
         let fresh = tokio::task::spawn_blocking(move || {
             let mut agent = lock(&agent);
             let now = Timestamp::now();
             for e in agent.sync_pods_now(now) {
                 tracing::debug!(error = %e, "pod source, asked for a runtime hook");
             }
-            let pod = agent.pod_state(&owned_uid)?.clone();
+            let pod = match &key {
+                PodKey::Uid(uid) => agent.pod_state(uid),
+                PodKey::Container(id) => agent.pod_state_with_container(id),
+                PodKey::None => None,
+            }?
+            .clone();
             // Before the first round only: the node's fields from the agent.
             let node = need_node.then(|| agent.node_state(now).without_pods());
             Some((pod, node))
@@ -252,6 +261,28 @@ impl<S: PodSource + 'static> HookServer<S> {
     }
 }
 
+/// How a request names its pod: by UID (the stages that carry the sandbox
+/// config), else by the runtime id of its container (the proxy keeps no
+/// state, so `UpdateContainerResources` carries only that id).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum PodKey {
+    Uid(String),
+    Container(String),
+    None,
+}
+
+impl PodKey {
+    fn of(request: &HookRequest) -> PodKey {
+        let uid = request.pod.as_ref().map(|p| p.uid.as_str()).unwrap_or_default();
+        let id = request.container.as_ref().map(|c| c.id.as_str()).unwrap_or_default();
+        match (uid, id) {
+            ("", "") => PodKey::None,
+            ("", id) => PodKey::Container(id.to_string()),
+            (uid, _) => PodKey::Uid(uid.to_string()),
+        }
+    }
+}
+
 /// The container a request is about: its name, or the name of the pod's
 /// container with the request's runtime id (a stage that only knows the
 /// id).
@@ -260,13 +291,7 @@ fn container_name(request: &HookRequest, pod: &PodState) -> String {
     if !c.name.is_empty() || c.id.is_empty() {
         return c.name.clone();
     }
-    let bare = |id: &str| id.rsplit_once("://").map_or(id, |(_, bare)| bare).to_string();
-    pod.pod
-        .containers
-        .iter()
-        .find(|r| r.id.as_deref().map(bare).as_deref() == Some(bare(&c.id).as_str()))
-        .map(|r| r.name.clone())
-        .unwrap_or_default()
+    pod.pod.containers.iter().find(|r| r.has_id(&c.id)).map(|r| r.name.clone()).unwrap_or_default()
 }
 
 fn log_decision(stage: Stage, pod: &PodState, decision: &HookDecision) {

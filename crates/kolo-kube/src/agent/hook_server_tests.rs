@@ -233,6 +233,17 @@ fn a_container_named_only_by_its_id_is_found_in_the_pod_status() {
     r.container.as_mut().unwrap().id = "abc123".into();
     let (response, _) = block_on(f.server(false).answer(Stage::PreUpdateContainerResources, &r));
     assert_eq!(response.container_resources, be_patch(100_000));
+    // As the runtime proxy sends it (it keeps no state): the container's
+    // id and nothing of its pod.
+    r.pod = None;
+    let (response, outcome) =
+        block_on(f.server(false).answer(Stage::PreUpdateContainerResources, &r));
+    assert_eq!((response.container_resources, outcome), (be_patch(100_000), Outcome::Patched));
+    // A container id no pod has: nothing.
+    r.container.as_mut().unwrap().id = "containerd://fff999".into();
+    let (response, outcome) =
+        block_on(f.server(false).answer(Stage::PreUpdateContainerResources, &r));
+    assert_eq!((response, outcome), (HookResponse::default(), Outcome::UnknownPod));
 }
 
 #[test]
