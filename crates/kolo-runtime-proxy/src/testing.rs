@@ -211,6 +211,32 @@ macro_rules! pod_flow {
 pod_flow!(v1alpha2);
 pod_flow!(v1);
 
+/// The test containerd (`scripts/cluster start --runtime-only`, exported by
+/// scripts/test): its CRI socket and the cgroup root its pods go under.
+/// `None` after saying loudly that `test` skips; in CI (`CI=true`) a
+/// missing containerd fails instead.
+pub fn test_runtime(test: &str) -> Option<(PathBuf, String)> {
+    let (sock, root) =
+        (std::env::var("KOLO_TEST_CRI_SOCKET"), std::env::var("KOLO_TEST_CRI_CGROUP_ROOT"));
+    if let (Ok(sock), Ok(root)) = (sock, root)
+        && Path::new(&sock).exists()
+    {
+        return Some((sock.into(), root));
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "{test}: KOLO_TEST_CRI_SOCKET / KOLO_TEST_CRI_CGROUP_ROOT unset: CI must run the containerd tests"
+    );
+    // Past the harness's capture, so the skip shows.
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr(),
+        "\n*** SKIPPED {test}: no containerd (run scripts/test, or scripts/cluster start \
+         --runtime-only DIR and export DIR/runtime.env) ***"
+    );
+    None
+}
+
 /// How long a test waits for a container that prints a line and exits.
 pub const EXIT_WAIT: Duration = Duration::from_secs(60);
 

@@ -5,7 +5,7 @@
 //! hook come back exactly as the runtime answered them.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use kolo_api::runtime_hook::{FailurePolicy, HookResponse, ResourcesPatch, Stage};
@@ -13,24 +13,6 @@ use kolo_runtime_proxy::cri::{self, v1, v1alpha2};
 use kolo_runtime_proxy::hook_client::HookConfig;
 use kolo_runtime_proxy::stats::HookOutcome;
 use kolo_runtime_proxy::testing::{self, Behaviour, EXIT_WAIT, hook_server, start_proxy};
-
-/// The runtime's socket and cgroup root, or `None` (skipping loudly; CI
-/// fails instead).
-fn runtime() -> Option<(PathBuf, String)> {
-    match (std::env::var("KOLO_TEST_CRI_SOCKET"), std::env::var("KOLO_TEST_CRI_CGROUP_ROOT")) {
-        (Ok(sock), Ok(root)) if Path::new(&sock).exists() => Some((sock.into(), root)),
-        _ => {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "KOLO_TEST_CRI_SOCKET / KOLO_TEST_CRI_CGROUP_ROOT unset: CI must run the containerd tests"
-            );
-            eprintln!(
-                "SKIPPED: no containerd (run scripts/test, or scripts/cluster start --runtime-only DIR and export DIR/runtime.env)"
-            );
-            None
-        }
-    }
-}
 
 fn hooks(socket: &Path, stages: &[(Stage, FailurePolicy)], timeout: Duration) -> HookConfig {
     HookConfig { socket: socket.to_path_buf(), timeout, stages: stages.iter().copied().collect() }
@@ -94,7 +76,11 @@ fn patch_answer(cpus: &str) -> HookResponse {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_container_starts_with_the_hooks_cpuset_and_limits_already_applied() {
-    let Some((runtime, root)) = runtime() else { return };
+    let Some((runtime, root)) = testing::test_runtime(
+        "a_container_starts_with_the_hooks_cpuset_and_limits_already_applied",
+    ) else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let online = online_cpus();
     // A CPU the container would not be limited to without the hook.
@@ -144,7 +130,11 @@ async fn a_container_starts_with_the_hooks_cpuset_and_limits_already_applied() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_hook_is_ignored_or_fails_the_call_as_its_policy_says() {
-    let Some((runtime, root)) = runtime() else { return };
+    let Some((runtime, root)) =
+        testing::test_runtime("a_failing_hook_is_ignored_or_fails_the_call_as_its_policy_says")
+    else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let online = online_cpus();
     let missing = dir.path().join("no-such-hook-server.sock");
@@ -189,7 +179,11 @@ async fn a_failing_hook_is_ignored_or_fails_the_call_as_its_policy_says() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_it_does_not_hook_come_back_exactly_as_the_runtime_answered() {
-    let Some((runtime, _root)) = runtime() else { return };
+    let Some((runtime, _root)) =
+        testing::test_runtime("calls_it_does_not_hook_come_back_exactly_as_the_runtime_answered")
+    else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let server = hook_server(&dir.path().join("hooks.sock"), Behaviour::Answer(Box::default()));
     let all: Vec<_> = Stage::ALL.iter().map(|s| (*s, FailurePolicy::Ignore)).collect();
@@ -264,7 +258,11 @@ async fn calls_it_does_not_hook_come_back_exactly_as_the_runtime_answered() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restarted_proxy_loses_nothing_and_v1_pods_are_hooked_too() {
     use testing::v1 as flow;
-    let Some((runtime, root)) = runtime() else { return };
+    let Some((runtime, root)) =
+        testing::test_runtime("a_restarted_proxy_loses_nothing_and_v1_pods_are_hooked_too")
+    else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let cpu = online_cpus().split(['-', ',']).next().unwrap().to_string();
     let server = hook_server(

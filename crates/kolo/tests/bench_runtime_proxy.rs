@@ -8,17 +8,11 @@ mod common;
 
 #[test]
 fn runtime_proxy_bench_measures_each_call_both_ways() {
-    let (Ok(socket), Ok(root)) =
-        (std::env::var("KOLO_TEST_CRI_SOCKET"), std::env::var("KOLO_TEST_CRI_CGROUP_ROOT"))
-    else {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "CI must run the containerd tests");
-        eprintln!(
-            "\n*** SKIPPED runtime_proxy_bench: KOLO_TEST_CRI_SOCKET is not set (scripts/test sets it). ***"
-        );
-        return;
-    };
+    let test = "runtime_proxy_bench_measures_each_call_both_ways";
+    let Some((socket, root)) = kolo_runtime_proxy::testing::test_runtime(test) else { return };
+    let socket = socket.to_str().unwrap();
     let out = common::kolo()
-        .args(["bench", "runtime-proxy", "--runtime-endpoint", &socket, "--cgroup-root", &root])
+        .args(["bench", "runtime-proxy", "--runtime-endpoint", socket, "--cgroup-root", &root])
         .args(["--containers", "4", "--lists", "6", "-o", "json"])
         .output()
         .unwrap();
@@ -47,7 +41,7 @@ fn runtime_proxy_bench_measures_each_call_both_ways() {
     }
     // The bench's pod is gone from the runtime (none of its sandboxes left).
     let pods = std::process::Command::new("ctr")
-        .args(["-a", &socket, "-n", "k8s.io", "containers", "ls", "-q"])
+        .args(["-a", socket, "-n", "k8s.io", "containers", "ls", "-q"])
         .output()
         .unwrap();
     assert!(pods.status.success());

@@ -50,13 +50,8 @@ fn metric(text: &str, name: &str) -> f64 {
 
 #[test]
 fn it_forwards_counts_and_cleans_up() {
-    let Ok(runtime) = std::env::var("KOLO_TEST_CRI_SOCKET") else {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "CI must run the containerd tests");
-        eprintln!(
-            "\n*** SKIPPED it_forwards_counts_and_cleans_up: KOLO_TEST_CRI_SOCKET is not set (scripts/test sets it). ***"
-        );
-        return;
-    };
+    let test = "it_forwards_counts_and_cleans_up";
+    let Some((runtime, _root)) = kolo_runtime_proxy::testing::test_runtime(test) else { return };
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("proxy.sock");
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
@@ -64,7 +59,8 @@ fn it_forwards_counts_and_cleans_up() {
         .arg("runtime-proxy")
         .arg("--listen")
         .arg(format!("unix://{}", socket.display()))
-        .args(["--runtime-endpoint", &runtime])
+        .arg("--runtime-endpoint")
+        .arg(&runtime)
         .arg("--hook-socket")
         .arg(dir.path().join("nobody-here.sock"))
         .args(["--hook-stages", "PreRunPodSandbox,PreCreateContainer,PreStartContainer"])
