@@ -8,8 +8,9 @@ use std::sync::Arc;
 
 use crate::config::{ConfigError, PluginSet, ProfileConfig};
 use crate::framework::{
-    Bind, ClusterEventHandler, EventKinds, ExtensionPoints, Filter, Permit, Plugin, PostFilter,
-    PreBind, PreFilter, PreScore, QueueSort, QueueingHints, ReportFacts, Reserve, Score,
+    Bind, ClusterEventHandler, EventKinds, ExtensionPoints, Filter, Permit, Plugin, PodInfo,
+    PostFilter, PreBind, PreFilter, PreScore, QueueSort, QueueingHints, ReportFacts, Reserve,
+    Score,
 };
 use crate::registry::Registry;
 
@@ -105,8 +106,10 @@ pub struct Profile {
     pub(crate) registered: Vec<EventKinds>,
     /// Every instance that reports facts.
     pub(crate) facts: Vec<Enabled<dyn ReportFacts>>,
-    /// Every Filter and Score plugin supports the equivalence cache.
-    pub(crate) equivalence: bool,
+    /// The Filter and Score plugins that do not support the equivalence
+    /// cache: the cache serves a pod only when each of them
+    /// [trivially passes](Plugin::trivially_passes) it.
+    pub(crate) no_equivalence: Vec<Arc<dyn Plugin>>,
     /// Every Filter and Score plugin says a node update changes its results
     /// for that node only: the equivalence cache then keeps the other
     /// nodes' results.
@@ -169,7 +172,11 @@ impl Profile {
         let points = &built.points;
         Ok(Profile {
             scheduler_name: profile.clone(),
-            equivalence: filter_and_score.iter().all(|p| p.supports_equivalence()),
+            no_equivalence: filter_and_score
+                .iter()
+                .filter(|p| !p.supports_equivalence())
+                .cloned()
+                .collect(),
             local_node_updates: filter_and_score.iter().all(|p| p.node_updates_are_local()),
             filter_and_score,
             queue_sort,
@@ -193,6 +200,12 @@ impl Profile {
                 .collect(),
             plugins: built.plugins,
         })
+    }
+
+    /// Whether the equivalence cache may serve `pod`: every Filter and
+    /// Score plugin supports it, or passes this pod trivially.
+    pub(crate) fn equivalence_for(&self, pod: &PodInfo) -> bool {
+        self.no_equivalence.iter().all(|p| p.trivially_passes(pod))
     }
 
     /// The scheduler name pods select this profile with.
@@ -407,7 +420,7 @@ mod tests {
             .map(|i| profile.plugin_name(i))
             .collect();
         assert_eq!(hinting.len(), filters.len(), "{hinting:?}");
-        assert!(profile.equivalence && profile.local_node_updates);
+        assert!(profile.no_equivalence.is_empty() && profile.local_node_updates);
     }
 
     #[test]

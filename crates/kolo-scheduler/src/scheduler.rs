@@ -551,7 +551,7 @@ impl Scheduler {
         let search = Search::new(ctx, state, info, profile, profile_index, nodes, running, *facts);
         let want = num_feasible_nodes_to_find(nodes.len(), *percentage);
         if want >= nodes.len() && search.sum_in_pass && *explain == ExplainLevel::None {
-            let signature = (*use_equivalence && profile.equivalence)
+            let signature = (*use_equivalence && profile.equivalence_for(info))
                 .then(|| pod_signature(profile_index, info));
             let cached = signature.map(|sig| equivalence.entry(sig));
             return search.every_node(cache, cached, &mut scratch.results, stats, report);

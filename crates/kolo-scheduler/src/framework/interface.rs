@@ -56,6 +56,18 @@ pub trait Plugin: Send + Sync {
         false
     }
 
+    /// For a plugin that does not [support the equivalence
+    /// cache](Self::supports_equivalence) in general because its results
+    /// for a node read pods on other nodes (inter-pod affinity, topology
+    /// spread): whether, for this pod and the cluster as it is now, its
+    /// Filter accepts every node and its PreScore skips the pod. Such a
+    /// plugin contributes nothing that could differ from one cycle to
+    /// another, so the cache may serve the pod; results computed while
+    /// this is false are never cached. `false` by default.
+    fn trivially_passes(&self, _pod: &PodInfo) -> bool {
+        false
+    }
+
     /// Whether an update to one node's object can change this plugin's
     /// Filter and Score results for that node only — it keeps no facts
     /// about other nodes that those results read, at least while no Score
