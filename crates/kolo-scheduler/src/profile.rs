@@ -393,6 +393,7 @@ mod tests {
                 "NodeUnschedulable",
                 "NodeAffinity",
                 "TaintToleration",
+                "InterPodAffinity",
                 "NodeResourcesFit",
                 "LoadAwareScheduling",
                 "NodeNUMAResource"
@@ -404,6 +405,7 @@ mod tests {
             [
                 ("NodeAffinity", 2),
                 ("TaintToleration", 3),
+                ("InterPodAffinity", 2),
                 ("NodeResourcesFit", 1),
                 ("LoadAwareScheduling", 1),
                 ("NodeNUMAResource", 1)
@@ -413,14 +415,21 @@ mod tests {
             list.iter().map(|e| profile.plugin_name(e.index)).collect()
         };
         assert_eq!(names(&profile.reserve), ["NodeNUMAResource"]);
-        // Every in-tree Filter plugin gives queueing hints; QueueSort and
-        // Bind plugins give none.
+        // Every in-tree Filter plugin but InterPodAffinity (its verdicts
+        // read other nodes' pods) gives queueing hints; QueueSort and Bind
+        // plugins give none.
         let hinting: Vec<&str> = (0..profile.plugins.len())
             .filter(|&i| profile.hints[i].is_some())
             .map(|i| profile.plugin_name(i))
             .collect();
-        assert_eq!(hinting.len(), filters.len(), "{hinting:?}");
-        assert!(profile.no_equivalence.is_empty() && profile.local_node_updates);
+        assert_eq!(hinting.len(), filters.len() - 1, "{hinting:?}");
+        assert!(!hinting.contains(&"InterPodAffinity"));
+        // InterPodAffinity alone opts out of the equivalence cache (it
+        // serves pods InterPodAffinity trivially passes) and of local node
+        // updates.
+        let no_equivalence: Vec<_> = profile.no_equivalence.iter().map(|p| p.name()).collect();
+        assert_eq!(no_equivalence, ["InterPodAffinity"]);
+        assert!(!profile.local_node_updates);
     }
 
     #[test]

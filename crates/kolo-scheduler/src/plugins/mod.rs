@@ -2,6 +2,7 @@
 //! profile that enable them.
 
 pub mod default_binder;
+pub mod inter_pod_affinity;
 pub mod load_aware;
 pub mod node_affinity;
 pub mod node_numa_resource;
@@ -22,6 +23,7 @@ pub fn registry() -> Registry {
         .register(node_unschedulable::NAME, node_unschedulable::NodeUnschedulable::build)
         .register(node_affinity::NAME, node_affinity::NodeAffinity::build)
         .register(taint_toleration::NAME, taint_toleration::TaintToleration::build)
+        .register(inter_pod_affinity::NAME, inter_pod_affinity::InterPodAffinity::build)
         .register(node_resources_fit::NAME, node_resources_fit::NodeResourcesFit::build)
         .register(load_aware::plugin::NAME, load_aware::plugin::LoadAwareScheduling::build)
         .register(
@@ -39,6 +41,7 @@ pub const DEFAULT_PLUGINS: &[DefaultPlugin] = &[
     DefaultPlugin { name: node_unschedulable::NAME, weight: 1 },
     DefaultPlugin { name: node_affinity::NAME, weight: 2 },
     DefaultPlugin { name: taint_toleration::NAME, weight: 3 },
+    DefaultPlugin { name: inter_pod_affinity::NAME, weight: 2 },
     DefaultPlugin { name: node_resources_fit::NAME, weight: 1 },
     DefaultPlugin { name: load_aware::plugin::NAME, weight: 1 },
     DefaultPlugin { name: node_numa_resource::plugin::NAME, weight: 1 },

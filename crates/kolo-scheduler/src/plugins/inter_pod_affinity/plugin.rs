@@ -1,0 +1,359 @@
+//! The InterPodAffinity plugin: the framework adapter around
+//! [`decide`](super::decide). It keeps, per node, the node's labels and
+//! what it needs of each pod counted there (namespace, labels, compiled
+//! terms) in step with cluster events — assumed pods included, upserted by
+//! pod key — plus a separate list of the pods that carry terms, so the
+//! symmetric checks read only those. PreFilter and PreScore compute the
+//! per-topology-pair counts once per cycle; Filter and Score per node are
+//! look-ups of the node's labels in them.
+
+use std::collections::HashMap;
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use kolo_core::HasMeta;
+use kolo_core::meta::StringMap;
+
+use super::decide::{self, ExistingPod, FilterCounts, PodRef, TopologyCounts};
+use super::terms::{PodTerms, TermError, mentions_pod_affinity};
+use crate::framework::{
+    ClusterEvent, ClusterEventHandler, CycleContext, CycleState, ExtensionPoints, Filter, NodeId,
+    NodeInfo, NodeVerdict, Plugin, PodInfo, PreFilter, PreFilterOutcome, PreScore, PreScoreOutcome,
+    Rejection, Score, ScoreSink, Verdict, filter_each, score_each,
+};
+use crate::registry::{PluginArgsError, decode_args};
+
+/// The plugin's registered name.
+pub const NAME: &str = "InterPodAffinity";
+
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
+
+/// `InterPodAffinityArgs`, kube-scheduler's JSON names and defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct InterPodAffinityArgs {
+    /// The score weight of an existing pod's *required* affinity term that
+    /// selects the incoming pod (0..=100; default 1).
+    pub hard_pod_affinity_weight: i64,
+    /// Skip scoring a pod without preferred terms even when existing pods
+    /// have preferred terms selecting it (default false).
+    pub ignore_preferred_terms_of_existing_pods: bool,
+}
+
+impl Default for InterPodAffinityArgs {
+    fn default() -> InterPodAffinityArgs {
+        InterPodAffinityArgs {
+            hard_pod_affinity_weight: 1,
+            ignore_preferred_terms_of_existing_pods: false,
+        }
+    }
+}
+
+impl InterPodAffinityArgs {
+    /// kube-scheduler's validation: the weight is in 0..=100.
+    pub fn validate(&self) -> Result<(), PluginArgsError> {
+        if !(0..=100).contains(&self.hard_pod_affinity_weight) {
+            return Err(PluginArgsError::new(
+                "hardPodAffinityWeight",
+                format!("must be in the range 0-100, got {}", self.hard_pod_affinity_weight),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A node as the plugin keeps it.
+#[derive(Debug, Default)]
+struct NodeEntry {
+    labels: StringMap,
+    pods: Vec<(Box<str>, Arc<ExistingPod>)>,
+}
+
+/// The plugin's view of the cluster.
+#[derive(Debug, Default)]
+struct Cluster {
+    /// Indexed by node id.
+    nodes: Vec<Option<NodeEntry>>,
+    /// Where each counted pod is.
+    pods: FastMap<Box<str>, NodeId>,
+    /// The pods that carry any term, and their nodes.
+    with_terms: FastMap<Box<str>, (NodeId, Arc<ExistingPod>)>,
+}
+
+impl Cluster {
+    fn node_mut(&mut self, node: &NodeInfo) -> &mut NodeEntry {
+        let i = node.id().index();
+        if self.nodes.len() <= i {
+            self.nodes.resize_with(i + 1, || None);
+        }
+        self.nodes[i].get_or_insert_with(|| NodeEntry {
+            labels: node.view().labels().clone(),
+            pods: Vec::new(),
+        })
+    }
+
+    fn labels(&self, id: NodeId) -> Option<&StringMap> {
+        self.nodes.get(id.index())?.as_ref().map(|n| &n.labels)
+    }
+
+    /// Every counted pod with its node's labels.
+    fn all(&self) -> impl Iterator<Item = (&StringMap, &ExistingPod)> {
+        self.nodes.iter().flatten().flat_map(|n| n.pods.iter().map(move |(_, p)| (&n.labels, &**p)))
+    }
+
+    /// The pods with terms, with their nodes' labels.
+    fn with_terms(&self) -> impl Iterator<Item = (&StringMap, &ExistingPod)> {
+        self.with_terms.values().filter_map(|(id, p)| Some((self.labels(*id)?, &**p)))
+    }
+
+    fn add_pod(&mut self, pod: &PodInfo, node: &NodeInfo) {
+        self.remove_pod(pod.key());
+        let view = pod.view();
+        let terms = if mentions_pod_affinity(pod.pod()) {
+            PodTerms::of_existing(pod.pod(), view.namespace())
+        } else {
+            PodTerms::default()
+        };
+        let existing = Arc::new(ExistingPod {
+            namespace: view.namespace().into(),
+            labels: view.labels().clone(),
+            terms,
+        });
+        let key: Box<str> = pod.key().into();
+        if !existing.terms.is_empty() {
+            self.with_terms.insert(key.clone(), (node.id(), existing.clone()));
+        }
+        self.pods.insert(key.clone(), node.id());
+        self.node_mut(node).pods.push((key, existing));
+    }
+
+    fn remove_pod(&mut self, key: &str) {
+        let Some(id) = self.pods.remove(key) else { return };
+        self.with_terms.remove(key);
+        if let Some(Some(node)) = self.nodes.get_mut(id.index()) {
+            node.pods.retain(|(k, _)| &**k != key);
+        }
+    }
+}
+
+/// See the module documentation.
+#[derive(Debug)]
+pub struct InterPodAffinity {
+    args: InterPodAffinityArgs,
+    cluster: RwLock<Cluster>,
+}
+
+/// The incoming pod's terms and counts, for Filter.
+struct FilterState {
+    terms: PodTerms,
+    counts: FilterCounts,
+}
+
+/// The topology score map, for Score.
+struct ScoreState(TopologyCounts);
+
+fn incoming(pod: &PodInfo) -> PodRef<'_> {
+    PodRef { namespace: pod.view().namespace(), labels: pod.view().labels() }
+}
+
+impl InterPodAffinity {
+    /// Builds the plugin from `InterPodAffinityArgs`.
+    pub fn build(args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, PluginArgsError> {
+        Ok(Arc::new(InterPodAffinity::new(decode_args(args, "InterPodAffinityArgs")?)?))
+    }
+
+    /// The plugin with these arguments, validated.
+    pub fn new(args: InterPodAffinityArgs) -> Result<InterPodAffinity, PluginArgsError> {
+        args.validate()?;
+        Ok(InterPodAffinity { args, cluster: RwLock::default() })
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, Cluster> {
+        self.cluster.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Cluster> {
+        self.cluster.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn filter_state(&self, pod: &PodInfo) -> Result<FilterState, TermError> {
+        let terms = PodTerms::of_incoming(pod.pod(), pod.view().namespace())?;
+        let cluster = self.read();
+        let counts = FilterCounts::new(incoming(pod), &terms, cluster.all(), cluster.with_terms());
+        Ok(FilterState { terms, counts })
+    }
+
+    fn score_state(&self, pod: &PodInfo) -> Option<ScoreState> {
+        // A pod whose terms do not compile was refused at PreFilter.
+        let terms = PodTerms::of_incoming(pod.pod(), pod.view().namespace()).ok()?;
+        if self.args.ignore_preferred_terms_of_existing_pods && !terms.has_preferred() {
+            return None;
+        }
+        let cluster = self.read();
+        let map = decide::score_map(
+            incoming(pod),
+            &terms,
+            self.args.hard_pod_affinity_weight,
+            cluster.all(),
+            cluster.with_terms(),
+        );
+        (!map.is_empty()).then_some(ScoreState(map))
+    }
+}
+
+fn check(state: &Result<FilterState, TermError>, node: &NodeInfo) -> Verdict {
+    let state = state.as_ref().map_err(|e| Rejection::unresolvable(e.to_string()))?;
+    decide::filter(&state.terms, &state.counts, |k| node.view().label(k)).map_err(|failure| {
+        match failure {
+            decide::FilterFailure::Affinity => Rejection::unresolvable(failure.reason()),
+            _ => Rejection::unschedulable(failure.reason()),
+        }
+    })
+}
+
+impl Plugin for InterPodAffinity {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+    fn extension_points(self: Arc<Self>) -> ExtensionPoints {
+        let points = ExtensionPoints::of(self).pre_filter().filter().pre_score().score();
+        points.event_handler().into()
+    }
+    // Results read other nodes' pods: no equivalence cache in general, no
+    // node-local updates (a node's labels move its pods between domains).
+    fn supports_equivalence(&self) -> bool {
+        false
+    }
+    fn trivially_passes(&self, pod: &PodInfo) -> bool {
+        // No terms on the pod and none on any existing pod: PreFilter and
+        // PreScore skip (nothing can be counted).
+        !mentions_pod_affinity(pod.pod()) && self.read().with_terms.is_empty()
+    }
+}
+
+impl PreFilter for InterPodAffinity {
+    fn pre_filter(
+        &self,
+        _: &CycleContext,
+        state: &mut CycleState,
+        pod: &PodInfo,
+    ) -> PreFilterOutcome {
+        match self.filter_state(pod) {
+            Err(e) => PreFilterOutcome::Reject(Rejection::unresolvable(e.to_string())),
+            Ok(s) if !s.counts.needs_filter(&s.terms) => PreFilterOutcome::Skip,
+            Ok(s) => {
+                state.write(Ok::<_, TermError>(s));
+                PreFilterOutcome::Proceed
+            }
+        }
+    }
+}
+
+impl Filter for InterPodAffinity {
+    fn filter(
+        &self,
+        _: &CycleContext,
+        state: &CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+    ) -> Verdict {
+        let mut owned = None;
+        check(state.read_or(&mut owned, || self.filter_state(pod)), node)
+    }
+
+    fn filter_nodes(
+        &self,
+        _: &CycleContext,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[NodeInfo],
+        plugin: u16,
+        out: &mut [NodeVerdict],
+    ) {
+        let mut owned = None;
+        let s = state.read_or(&mut owned, || self.filter_state(pod));
+        filter_each(nodes, plugin, out, |node| check(s, node));
+    }
+}
+
+impl PreScore for InterPodAffinity {
+    fn pre_score(
+        &self,
+        _: &CycleContext,
+        state: &mut CycleState,
+        pod: &PodInfo,
+    ) -> PreScoreOutcome {
+        match self.score_state(pod) {
+            Some(s) => {
+                state.write(s);
+                PreScoreOutcome::Proceed
+            }
+            None => PreScoreOutcome::Skip,
+        }
+    }
+}
+
+fn score_of(map: Option<&ScoreState>, node: &NodeInfo) -> i64 {
+    map.map_or(0, |m| m.0.sum_for_node(|k| node.view().label(k)))
+}
+
+impl Score for InterPodAffinity {
+    fn score(&self, _: &CycleContext, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> i64 {
+        match state.read::<ScoreState>() {
+            Some(s) => score_of(Some(s), node),
+            None => score_of(self.score_state(pod).as_ref(), node),
+        }
+    }
+
+    fn score_nodes(
+        &self,
+        _: &CycleContext,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[NodeInfo],
+        verdicts: &[NodeVerdict],
+        out: &mut ScoreSink<'_>,
+    ) {
+        let owned;
+        let map = match state.read::<ScoreState>() {
+            Some(s) => Some(s),
+            None => {
+                owned = self.score_state(pod);
+                owned.as_ref()
+            }
+        };
+        score_each(nodes, verdicts, out, |node| score_of(map, node));
+    }
+
+    fn normalizes(&self) -> bool {
+        true
+    }
+
+    fn normalize(&self, _: &CycleContext, _: &CycleState, _: &PodInfo, scores: &mut [i64]) {
+        decide::normalize(scores);
+    }
+}
+
+impl ClusterEventHandler for InterPodAffinity {
+    fn on_event(&self, event: &ClusterEvent<'_>) {
+        match *event {
+            ClusterEvent::NodeAdded(node) | ClusterEvent::NodeUpdated(node) => {
+                self.write().node_mut(node).labels = node.view().labels().clone();
+            }
+            ClusterEvent::NodeRemoved { id, .. } => {
+                let mut cluster = self.write();
+                // Its pods were removed first; drop any left all the same.
+                let left: Vec<Box<str>> = (cluster.nodes.get_mut(id.index()))
+                    .and_then(Option::take)
+                    .map(|n| n.pods.into_iter().map(|(k, _)| k).collect())
+                    .unwrap_or_default();
+                for key in left {
+                    cluster.pods.remove(&key);
+                    cluster.with_terms.remove(&key);
+                }
+            }
+            ClusterEvent::PodAdded { pod, node, .. } => self.write().add_pod(pod, node),
+            ClusterEvent::PodRemoved { pod, .. } => self.write().remove_pod(pod.key()),
+            ClusterEvent::NodeMetricUpdated { .. } | ClusterEvent::NodeMetricRemoved { .. } => {}
+        }
+    }
+}
