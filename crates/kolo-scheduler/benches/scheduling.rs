@@ -43,6 +43,20 @@ struct Shape {
     pods: usize,
     percentage: i32,
     equivalence_cache: bool,
+    /// Inter-pod affinity terms on every pod, running and pending.
+    terms: Terms,
+}
+
+/// The inter-pod affinity terms of a shape's pods.
+#[derive(Clone, Copy, PartialEq)]
+enum Terms {
+    None,
+    /// scheduler_perf's `pod-with-pod-anti-affinity.yaml`: `color: green`,
+    /// required anti-affinity to `color In [green]` by hostname.
+    AntiAffinity,
+    /// scheduler_perf's `pod-with-pod-affinity.yaml`: `foo: ""`, required
+    /// affinity to `foo In [""]` by zone.
+    Affinity,
 }
 
 const fn shape(
@@ -51,8 +65,34 @@ const fn shape(
     percentage: i32,
     equivalence_cache: bool,
 ) -> Shape {
-    Shape { name, nodes, initial_pods: nodes / 5, pods: nodes * 2, percentage, equivalence_cache }
+    Shape {
+        name,
+        nodes,
+        initial_pods: nodes / 5,
+        pods: nodes * 2,
+        percentage,
+        equivalence_cache,
+        terms: Terms::None,
+    }
 }
+
+/// scheduler_perf's SchedulingPodAntiAffinity and SchedulingPodAffinity at
+/// 5,000 nodes (1,000 and 5,000 running pods, 1,000 pending), every node
+/// scored. The equivalence cache is on but cannot serve these pods.
+const AFFINITY_SHAPES: [Shape; 2] = [
+    Shape {
+        initial_pods: 1000,
+        pods: 1000,
+        terms: Terms::AntiAffinity,
+        ..shape("SchedulingPodAntiAffinity_5000_nodes", 5000, 100, true)
+    },
+    Shape {
+        initial_pods: 5000,
+        pods: 1000,
+        terms: Terms::Affinity,
+        ..shape("SchedulingPodAffinity_5000_nodes", 5000, 100, true)
+    },
+];
 
 const SHAPES: [Shape; 5] = [
     shape("5000_nodes_10000_pods_score_100pct", 5000, 100, true),
@@ -138,6 +178,28 @@ fn pod(prefix: &str, i: usize, node: Option<String>) -> Pod {
     }
 }
 
+/// `pod` with the shape's inter-pod affinity terms and labels.
+fn with_terms(mut pod: Pod, terms: Terms) -> Pod {
+    let (labels, affinity) = match terms {
+        Terms::None => return pod,
+        Terms::AntiAffinity => (
+            ("color", "green"),
+            serde_json::json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchExpressions": [{"key": "color", "operator": "In", "values": ["green"]}]},
+                 "topologyKey": "kubernetes.io/hostname"}]}}),
+        ),
+        Terms::Affinity => (
+            ("foo", ""),
+            serde_json::json!({"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchExpressions": [{"key": "foo", "operator": "In", "values": [""]}]},
+                 "topologyKey": "topology.kubernetes.io/zone"}]}}),
+        ),
+    };
+    pod.metadata.labels = Some(BTreeMap::from([(labels.0.to_string(), labels.1.to_string())]));
+    pod.spec.as_mut().unwrap().affinity = Some(serde_json::from_value(affinity).unwrap());
+    pod
+}
+
 /// The scheduler with the cluster loaded and the pods queued.
 fn setup(shape: Shape) -> Scheduler {
     let config = SchedulerConfig::from_yaml(&format!(
@@ -153,10 +215,11 @@ fn setup(shape: Shape) -> Scheduler {
         s.apply_node_metric(node_metric(i), now());
     }
     for i in 0..shape.initial_pods {
-        s.apply_pod(pod("running", i, Some(format!("node-{}", i % shape.nodes))), now()).unwrap();
+        let running = pod("running", i, Some(format!("node-{}", i % shape.nodes)));
+        s.apply_pod(with_terms(running, shape.terms), now()).unwrap();
     }
     for i in 0..shape.pods {
-        s.apply_pod(pod("pending", i, None), now()).unwrap();
+        s.apply_pod(with_terms(pod("pending", i, None), shape.terms), now()).unwrap();
     }
     s
 }
@@ -205,6 +268,7 @@ fn shapes() -> Vec<Shape> {
     let only = std::env::var("KOLO_BENCH_SHAPES").ok();
     SHAPES
         .into_iter()
+        .chain(AFFINITY_SHAPES)
         .filter(|s| only.as_deref().is_none_or(|o| o.split(',').any(|n| n == s.name)))
         .collect()
 }

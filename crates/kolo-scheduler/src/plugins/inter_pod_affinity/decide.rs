@@ -7,6 +7,7 @@
 //! node with that label value is in the same domain.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use kolo_core::meta::StringMap;
 
@@ -35,6 +36,18 @@ pub struct ExistingPod {
     pub terms: PodTerms,
 }
 
+/// Pods alike for this plugin (same namespace, labels and terms), with
+/// where they run: per pair of every label of their nodes, how many.
+/// Counting per group instead of per pod makes a cycle's cost independent
+/// of the number of replicas.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PodGroup {
+    /// What the pods look like.
+    pub pod: ExistingPod,
+    /// Per topology pair, how many of the pods run there.
+    pub placement: TopologyCounts,
+}
+
 impl ExistingPod {
     /// The pod as terms see it.
     pub fn as_ref(&self) -> PodRef<'_> {
@@ -50,22 +63,65 @@ impl AffinityTerm {
 
 /// A number per topology pair (topology key → label value → number).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct TopologyCounts(FastMap<Box<str>, FastMap<Box<str>, i64>>);
+pub struct TopologyCounts(FastMap<Arc<str>, FastMap<Arc<str>, i64>>);
 
 impl TopologyCounts {
-    /// Adds `delta` to the pair of `key` and the node's value of it; a
-    /// node without the label is in no domain of that key.
-    pub fn add(&mut self, key: &str, node_labels: &StringMap, delta: i64) {
-        let Some(value) = node_labels.get(key) else { return };
+    /// Adds `delta` to the pair (`key`, `value`), forgetting pairs that
+    /// drop to zero.
+    pub fn add_value(&mut self, key: &str, value: &str, delta: i64) {
+        self.add_shared(key, value, || value.into(), delta);
+    }
+
+    /// [`add_value`](Self::add_value) with the value's shared string made
+    /// only if the pair is new (copying counts then costs no allocation).
+    fn add_shared(
+        &mut self,
+        key: &str,
+        value: &str,
+        shared: impl FnOnce() -> Arc<str>,
+        delta: i64,
+    ) {
+        if delta == 0 {
+            return;
+        }
         let values = match self.0.get_mut(key) {
             Some(values) => values,
             None => self.0.entry(key.into()).or_default(),
         };
         match values.get_mut(value) {
-            Some(count) => *count += delta,
-            None => {
-                values.insert(value.into(), delta);
+            Some(count) => {
+                *count += delta;
+                if *count == 0 {
+                    values.remove(value);
+                    if values.is_empty() {
+                        self.0.remove(key);
+                    }
+                }
             }
+            None => {
+                values.insert(shared(), delta);
+            }
+        }
+    }
+
+    /// Adds `delta` to the pair of every label of a node: where a group of
+    /// pods runs, for any topology key a term may name.
+    pub fn add_node(&mut self, node_labels: &StringMap, delta: i64) {
+        for (key, value) in node_labels.iter() {
+            self.add_value(key, value, delta);
+        }
+    }
+
+    /// Adds `factor` times `placement`'s numbers of `key`'s pairs.
+    fn add_key_of(&mut self, key: &str, placement: &TopologyCounts, factor: i64) {
+        let Some((shared_key, values)) = placement.0.get_key_value(key) else { return };
+        if factor == 1 && !self.0.contains_key(key) {
+            // The common case (one group of replicas matches): a copy.
+            self.0.insert(shared_key.clone(), values.clone());
+            return;
+        }
+        for (value, n) in values {
+            self.add_shared(key, value, || value.clone(), n * factor);
         }
     }
 
@@ -74,9 +130,10 @@ impl TopologyCounts {
         self.0.get(key).and_then(|values| values.get(value)).copied().unwrap_or(0)
     }
 
-    /// Whether no pair was ever added to.
+    /// Whether every pair's number is zero.
     pub fn is_empty(&self) -> bool {
-        self.0.values().all(FastMap::is_empty)
+        // Pairs that drop to zero are forgotten.
+        self.0.is_empty()
     }
 
     /// The sum, over the topology keys, of the number of the node's pair.
@@ -123,39 +180,39 @@ pub struct FilterCounts {
 }
 
 impl FilterCounts {
-    /// Counts for `incoming` with `terms`. `all` yields every pod counted
-    /// on a node with that node's labels; `with_terms` the same for only
-    /// the pods that have terms (the symmetric check reads only those).
+    /// Counts for `incoming` with `terms`, from every group of existing
+    /// pods (`all`), or only those that have terms (`with_terms`; the
+    /// symmetric check reads only those).
     pub fn new<'a>(
         incoming: PodRef<'_>,
         terms: &PodTerms,
-        all: impl Iterator<Item = (&'a StringMap, &'a ExistingPod)>,
-        with_terms: impl Iterator<Item = (&'a StringMap, &'a ExistingPod)>,
+        all: impl Iterator<Item = &'a PodGroup>,
+        with_terms: impl Iterator<Item = &'a PodGroup>,
     ) -> FilterCounts {
         let mut counts = FilterCounts {
             matches_own_affinity: matches_all(&terms.required_affinity, incoming),
             ..FilterCounts::default()
         };
-        for (node, existing) in with_terms {
-            for t in &existing.terms.required_anti_affinity {
+        for group in with_terms {
+            for t in &group.pod.terms.required_anti_affinity {
                 if t.selects(incoming) {
-                    counts.existing_anti_affinity.add(&t.topology_key, node, 1);
+                    counts.existing_anti_affinity.add_key_of(&t.topology_key, &group.placement, 1);
                 }
             }
         }
         if !terms.has_required() {
             return counts;
         }
-        for (node, existing) in all {
-            let pod = existing.as_ref();
+        for group in all {
+            let pod = group.pod.as_ref();
             if matches_all(&terms.required_affinity, pod) {
                 for t in &terms.required_affinity {
-                    counts.affinity.add(&t.topology_key, node, 1);
+                    counts.affinity.add_key_of(&t.topology_key, &group.placement, 1);
                 }
             }
             for t in &terms.required_anti_affinity {
                 if t.selects(pod) {
-                    counts.anti_affinity.add(&t.topology_key, node, 1);
+                    counts.anti_affinity.add_key_of(&t.topology_key, &group.placement, 1);
                 }
             }
         }
@@ -238,12 +295,12 @@ fn add_weighted(
     map: &mut TopologyCounts,
     terms: &[WeightedTerm],
     pod: PodRef<'_>,
-    node: &StringMap,
+    placement: &TopologyCounts,
     sign: i64,
 ) {
     for w in terms {
         if w.term.selects(pod) {
-            map.add(&w.term.topology_key, node, sign * w.weight);
+            map.add_key_of(&w.term.topology_key, placement, sign * w.weight);
         }
     }
 }
@@ -260,27 +317,28 @@ pub fn score_map<'a>(
     incoming: PodRef<'_>,
     terms: &PodTerms,
     hard_weight: i64,
-    all: impl Iterator<Item = (&'a StringMap, &'a ExistingPod)>,
-    with_terms: impl Iterator<Item = (&'a StringMap, &'a ExistingPod)>,
+    all: impl Iterator<Item = &'a PodGroup>,
+    with_terms: impl Iterator<Item = &'a PodGroup>,
 ) -> TopologyCounts {
     let mut map = TopologyCounts::default();
     if terms.has_preferred() {
-        for (node, existing) in all {
-            add_weighted(&mut map, &terms.preferred_affinity, existing.as_ref(), node, 1);
-            add_weighted(&mut map, &terms.preferred_anti_affinity, existing.as_ref(), node, -1);
+        for group in all {
+            let (pod, placement) = (group.pod.as_ref(), &group.placement);
+            add_weighted(&mut map, &terms.preferred_affinity, pod, placement, 1);
+            add_weighted(&mut map, &terms.preferred_anti_affinity, pod, placement, -1);
         }
     }
-    for (node, existing) in with_terms {
-        let theirs = &existing.terms;
+    for group in with_terms {
+        let (theirs, placement) = (&group.pod.terms, &group.placement);
         if hard_weight > 0 {
             for t in &theirs.required_affinity {
                 if t.selects(incoming) {
-                    map.add(&t.topology_key, node, hard_weight);
+                    map.add_key_of(&t.topology_key, placement, hard_weight);
                 }
             }
         }
-        add_weighted(&mut map, &theirs.preferred_affinity, incoming, node, 1);
-        add_weighted(&mut map, &theirs.preferred_anti_affinity, incoming, node, -1);
+        add_weighted(&mut map, &theirs.preferred_affinity, incoming, placement, 1);
+        add_weighted(&mut map, &theirs.preferred_anti_affinity, incoming, placement, -1);
     }
     map
 }
@@ -296,5 +354,72 @@ pub fn normalize(scores: &mut [i64]) {
         } else {
             0
         };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn normalize_is_kubes_min_max() {
+        // kube-scheduler truncates 100 · (s − min) / (max − min).
+        let cases: &[(&[i64], &[i64])] = &[
+            (&[1, 8, -3, 0], &[36, 100, 0, 27]),
+            (&[5, 0, 0], &[100, 0, 0]),
+            (&[-5, 0], &[0, 100]),
+            (&[7, 7, 7], &[0, 0, 0]),
+            (&[0, 1, 2], &[0, 50, 100]),
+            (&[], &[]),
+        ];
+        for (raw, want) in cases {
+            let mut scores = raw.to_vec();
+            normalize(&mut scores);
+            assert_eq!(scores, *want, "{raw:?}");
+        }
+    }
+
+    proptest! {
+        /// Normalized scores keep the order, span 0..=100 and reach both
+        /// ends whenever the raw scores differ.
+        #[test]
+        fn normalize_keeps_order_and_range(raw in prop::collection::vec(-10_000i64..10_000, 1..40)) {
+            let mut scores = raw.clone();
+            normalize(&mut scores);
+            for (i, j) in (0..raw.len()).flat_map(|i| (0..raw.len()).map(move |j| (i, j))) {
+                if raw[i] <= raw[j] {
+                    prop_assert!(scores[i] <= scores[j]);
+                }
+            }
+            prop_assert!(scores.iter().all(|s| (0..=100).contains(s)));
+            let differ = raw.iter().any(|r| *r != raw[0]);
+            prop_assert_eq!(scores.iter().copied().max(), Some(if differ { 100 } else { 0 }));
+            prop_assert_eq!(scores.iter().copied().min(), Some(0));
+        }
+
+        /// Counts are sums: any order of additions gives the sum per pair,
+        /// and pairs that net to zero are forgotten.
+        #[test]
+        fn counts_are_sums(adds in prop::collection::vec((0u8..3, 0u8..4, -3i64..4), 0..60)) {
+            let mut counts = TopologyCounts::default();
+            let mut want = std::collections::BTreeMap::new();
+            for (k, v, d) in &adds {
+                counts.add_value(&format!("k{k}"), &format!("v{v}"), *d);
+                *want.entry((format!("k{k}"), format!("v{v}"))).or_insert(0i64) += d;
+            }
+            for ((k, v), n) in &want {
+                prop_assert_eq!(counts.get(k, v), *n);
+            }
+            prop_assert_eq!(counts.is_empty(), want.values().all(|n| *n == 0));
+            // Copying one key's pairs into empty counts, or adding them
+            // twice, doubles nothing else.
+            let mut copy = TopologyCounts::default();
+            copy.add_key_of("k0", &counts, 1);
+            copy.add_key_of("k0", &counts, 2);
+            for ((k, v), n) in &want {
+                prop_assert_eq!(copy.get(k, v), if k == "k0" { 3 * n } else { 0 });
+            }
+        }
     }
 }

@@ -1,19 +1,21 @@
 //! The InterPodAffinity plugin: the framework adapter around
-//! [`decide`](super::decide). It keeps, per node, the node's labels and
-//! what it needs of each pod counted there (namespace, labels, compiled
-//! terms) in step with cluster events — assumed pods included, upserted by
-//! pod key — plus a separate list of the pods that carry terms, so the
-//! symmetric checks read only those. PreFilter and PreScore compute the
-//! per-topology-pair counts once per cycle; Filter and Score per node are
-//! look-ups of the node's labels in them.
+//! [`decide`](super::decide). In step with cluster events (assumed pods
+//! included, upserted by pod key) it keeps each node's labels and pods, and
+//! groups alike pods (same namespace, labels and affinity) with, per pair
+//! of every label of their nodes, how many run there; the groups whose
+//! pods carry terms are listed apart, so the symmetric checks read only
+//! those. PreFilter and PreScore compute kube-scheduler's
+//! per-topology-pair counts once per cycle from the groups — a
+//! Deployment's thousand replicas cost one selector match — and Filter and
+//! Score per node are look-ups of the node's labels in them.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use kolo_core::HasMeta;
 use kolo_core::meta::StringMap;
 
-use super::decide::{self, ExistingPod, FilterCounts, PodRef, TopologyCounts};
+use super::decide::{self, ExistingPod, FilterCounts, PodGroup, PodRef, TopologyCounts};
 use super::terms::{PodTerms, TermError, mentions_pod_affinity};
 use crate::framework::{
     ClusterEvent, ClusterEventHandler, CycleContext, CycleState, ExtensionPoints, Filter, NodeId,
@@ -61,11 +63,24 @@ impl InterPodAffinityArgs {
     }
 }
 
-/// A node as the plugin keeps it.
+/// A node as the plugin keeps it: its labels, and its pods' groups.
 #[derive(Debug, Default)]
 struct NodeEntry {
     labels: StringMap,
-    pods: Vec<(Box<str>, Arc<ExistingPod>)>,
+    /// (pod key, group index) of each pod counted on the node.
+    pods: Vec<(Box<str>, usize)>,
+}
+
+/// What makes pods alike here: namespace, labels, and their affinity as
+/// written (compiled terms are not hashable).
+type GroupKey = (Box<str>, StringMap, String);
+
+/// A group and how many pods it has.
+#[derive(Debug)]
+struct Group {
+    key: GroupKey,
+    group: PodGroup,
+    pods: u32,
 }
 
 /// The plugin's view of the cluster.
@@ -73,10 +88,13 @@ struct NodeEntry {
 struct Cluster {
     /// Indexed by node id.
     nodes: Vec<Option<NodeEntry>>,
-    /// Where each counted pod is.
-    pods: FastMap<Box<str>, NodeId>,
-    /// The pods that carry any term, and their nodes.
-    with_terms: FastMap<Box<str>, (NodeId, Arc<ExistingPod>)>,
+    /// Where each counted pod is: (node, group index).
+    pods: FastMap<Box<str>, (NodeId, usize)>,
+    /// Groups by index; a slot empties when its last pod goes.
+    groups: Vec<Option<Group>>,
+    group_ids: FastMap<GroupKey, usize>,
+    /// The groups whose pods carry terms.
+    with_terms: BTreeSet<usize>,
 }
 
 impl Cluster {
@@ -91,46 +109,94 @@ impl Cluster {
         })
     }
 
-    fn labels(&self, id: NodeId) -> Option<&StringMap> {
-        self.nodes.get(id.index())?.as_ref().map(|n| &n.labels)
+    /// Every group of counted pods.
+    fn all(&self) -> impl Iterator<Item = &PodGroup> {
+        self.groups.iter().flatten().map(|g| &g.group)
     }
 
-    /// Every counted pod with its node's labels.
-    fn all(&self) -> impl Iterator<Item = (&StringMap, &ExistingPod)> {
-        self.nodes.iter().flatten().flat_map(|n| n.pods.iter().map(move |(_, p)| (&n.labels, &**p)))
+    /// The groups whose pods carry terms.
+    fn with_terms(&self) -> impl Iterator<Item = &PodGroup> {
+        self.with_terms.iter().filter_map(|&i| self.groups[i].as_ref().map(|g| &g.group))
     }
 
-    /// The pods with terms, with their nodes' labels.
-    fn with_terms(&self) -> impl Iterator<Item = (&StringMap, &ExistingPod)> {
-        self.with_terms.values().filter_map(|(id, p)| Some((self.labels(*id)?, &**p)))
+    fn group_of(&mut self, pod: &PodInfo) -> usize {
+        let view = pod.view();
+        let spec = pod.pod().spec.as_ref();
+        let written = match spec.and_then(|s| s.affinity.as_ref()) {
+            Some(a) if mentions_pod_affinity(pod.pod()) => {
+                serde_json::to_string(&(&a.pod_affinity, &a.pod_anti_affinity)).unwrap_or_default()
+            }
+            _ => String::new(),
+        };
+        let key: GroupKey = (view.namespace().into(), view.labels().clone(), written);
+        if let Some(&i) = self.group_ids.get(&key) {
+            return i;
+        }
+        let terms = if key.2.is_empty() {
+            PodTerms::default()
+        } else {
+            PodTerms::of_existing(pod.pod(), view.namespace())
+        };
+        let existing = ExistingPod { namespace: key.0.clone(), labels: key.1.clone(), terms };
+        let has_terms = !existing.terms.is_empty();
+        let group = Group {
+            key: key.clone(),
+            group: PodGroup { pod: existing, placement: TopologyCounts::default() },
+            pods: 0,
+        };
+        let i = match self.groups.iter().position(Option::is_none) {
+            Some(free) => {
+                self.groups[free] = Some(group);
+                free
+            }
+            None => {
+                self.groups.push(Some(group));
+                self.groups.len() - 1
+            }
+        };
+        self.group_ids.insert(key, i);
+        if has_terms {
+            self.with_terms.insert(i);
+        }
+        i
     }
 
     fn add_pod(&mut self, pod: &PodInfo, node: &NodeInfo) {
         self.remove_pod(pod.key());
-        let view = pod.view();
-        let terms = if mentions_pod_affinity(pod.pod()) {
-            PodTerms::of_existing(pod.pod(), view.namespace())
-        } else {
-            PodTerms::default()
-        };
-        let existing = Arc::new(ExistingPod {
-            namespace: view.namespace().into(),
-            labels: view.labels().clone(),
-            terms,
-        });
-        let key: Box<str> = pod.key().into();
-        if !existing.terms.is_empty() {
-            self.with_terms.insert(key.clone(), (node.id(), existing.clone()));
-        }
-        self.pods.insert(key.clone(), node.id());
-        self.node_mut(node).pods.push((key, existing));
+        let i = self.group_of(pod);
+        let entry = self.node_mut(node);
+        entry.pods.push((pod.key().into(), i));
+        let labels = entry.labels.clone();
+        let group = self.groups[i].as_mut().expect("group just found");
+        group.pods += 1;
+        group.group.placement.add_node(&labels, 1);
+        self.pods.insert(pod.key().into(), (node.id(), i));
     }
 
     fn remove_pod(&mut self, key: &str) {
-        let Some(id) = self.pods.remove(key) else { return };
-        self.with_terms.remove(key);
-        if let Some(Some(node)) = self.nodes.get_mut(id.index()) {
-            node.pods.retain(|(k, _)| &**k != key);
+        let Some((id, i)) = self.pods.remove(key) else { return };
+        let Some(Some(node)) = self.nodes.get_mut(id.index()) else { return };
+        node.pods.retain(|(k, _)| &**k != key);
+        let Some(group) = self.groups[i].as_mut() else { return };
+        group.group.placement.add_node(&node.labels, -1);
+        group.pods -= 1;
+        if group.pods == 0 {
+            let group = self.groups[i].take().expect("checked above");
+            self.group_ids.remove(&group.key);
+            self.with_terms.remove(&i);
+        }
+    }
+
+    /// A node's labels changed: its pods move to other pairs.
+    fn relabel(&mut self, node: &NodeInfo) {
+        let entry = self.node_mut(node);
+        let old = std::mem::replace(&mut entry.labels, node.view().labels().clone());
+        let pods: Vec<usize> = entry.pods.iter().map(|(_, i)| *i).collect();
+        for i in pods {
+            if let Some(group) = self.groups[i].as_mut() {
+                group.group.placement.add_node(&old, -1);
+                group.group.placement.add_node(node.view().labels(), 1);
+            }
         }
     }
 }
@@ -337,18 +403,20 @@ impl ClusterEventHandler for InterPodAffinity {
     fn on_event(&self, event: &ClusterEvent<'_>) {
         match *event {
             ClusterEvent::NodeAdded(node) | ClusterEvent::NodeUpdated(node) => {
-                self.write().node_mut(node).labels = node.view().labels().clone();
+                self.write().relabel(node);
             }
             ClusterEvent::NodeRemoved { id, .. } => {
                 let mut cluster = self.write();
                 // Its pods were removed first; drop any left all the same.
-                let left: Vec<Box<str>> = (cluster.nodes.get_mut(id.index()))
-                    .and_then(Option::take)
-                    .map(|n| n.pods.into_iter().map(|(k, _)| k).collect())
+                let left: Vec<Box<str>> = (cluster.nodes.get(id.index()))
+                    .and_then(Option::as_ref)
+                    .map(|n| n.pods.iter().map(|(k, _)| k.clone()).collect())
                     .unwrap_or_default();
                 for key in left {
-                    cluster.pods.remove(&key);
-                    cluster.with_terms.remove(&key);
+                    cluster.remove_pod(&key);
+                }
+                if let Some(slot) = cluster.nodes.get_mut(id.index()) {
+                    *slot = None;
                 }
             }
             ClusterEvent::PodAdded { pod, node, .. } => self.write().add_pod(pod, node),

@@ -637,3 +637,33 @@ fn args_are_checked() {
     assert!(build(serde_json::json!({"unknown": 1})).is_err());
     assert!(InterPodAffinity::build(None).is_ok());
 }
+
+#[test]
+fn alike_pods_are_counted_one_by_one() {
+    // Replicas share a group (same namespace, labels and terms); each
+    // counts where it runs, and removing one leaves the others.
+    let nodes = [("n1", "zone: a"), ("n2", "zone: b"), ("n3", "zone: c")];
+    let repel = Aff {
+        anti: vec![term("{key: app, operator: In, values: [web]}", "zone")],
+        ..Aff::default()
+    };
+    let replica = |name: &str| pod(name, "default", "app: web", Some(&repel));
+    let mut world =
+        World::new(&nodes, &[(0, replica("w1")), (1, replica("w2")), (1, replica("w3"))]);
+    let plain = pod("p", "default", "app: web", None);
+    assert_eq!(world.filter(&plain), vec![err(EXISTING), err(EXISTING), Ok(())]);
+    world.plugin.on_event(&ClusterEvent::PodRemoved { pod: &replica("w2"), node: NodeId(1) });
+    assert_eq!(world.filter(&plain), vec![err(EXISTING), err(EXISTING), Ok(())]);
+    world.plugin.on_event(&ClusterEvent::PodRemoved { pod: &replica("w3"), node: NodeId(1) });
+    assert_eq!(world.filter(&plain), vec![err(EXISTING), Ok(()), Ok(())]);
+    // n1 moves to zone c: its replica now repels from zone c.
+    world.nodes[0] = node(0, "n1", "zone: c");
+    world.plugin.on_event(&ClusterEvent::NodeUpdated(&world.nodes[0]));
+    assert_eq!(world.filter(&plain), vec![err(EXISTING), Ok(()), err(EXISTING)]);
+    // Removing a pod twice, or one never seen, changes nothing.
+    world.plugin.on_event(&ClusterEvent::PodRemoved { pod: &replica("w3"), node: NodeId(1) });
+    world.plugin.on_event(&ClusterEvent::PodRemoved { pod: &replica("zz"), node: NodeId(1) });
+    assert_eq!(world.filter(&plain), vec![err(EXISTING), Ok(()), err(EXISTING)]);
+    world.plugin.on_event(&ClusterEvent::PodRemoved { pod: &replica("w1"), node: NodeId(0) });
+    assert!(world.plugin.trivially_passes(&plain));
+}
