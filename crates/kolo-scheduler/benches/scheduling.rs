@@ -7,6 +7,10 @@
 //! scoring do real work. Run with every node scored and with
 //! kube-scheduler's adaptive percentage, and at 15,000 nodes / 30,000 pods.
 //!
+//! Two more shapes follow scheduler_perf's SchedulingPodAntiAffinity and
+//! SchedulingPodAffinity (5,000 nodes, every pod with required inter-pod
+//! anti-affinity by hostname / affinity by zone).
+//!
 //! Run: `cargo bench -p kolo-scheduler --bench scheduling`
 //!
 //! Each shape runs with kolo's equivalence cache (the default) and, for the
