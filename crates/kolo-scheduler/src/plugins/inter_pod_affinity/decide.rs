@@ -125,6 +125,16 @@ impl TopologyCounts {
         }
     }
 
+    /// The numbers of `key`'s pairs, by value.
+    fn values(&self, key: &str) -> impl Iterator<Item = (&str, i64)> {
+        self.0.get(key).into_iter().flatten().map(|(v, n)| (&**v, *n))
+    }
+
+    /// Every pair and its number.
+    fn pairs(&self) -> impl Iterator<Item = (&str, &str, i64)> {
+        self.0.iter().flat_map(|(k, values)| values.iter().map(move |(v, n)| (&**k, &**v, *n)))
+    }
+
     /// The number of the pair (0 if never added to).
     pub fn get(&self, key: &str, value: &str) -> i64 {
         self.0.get(key).and_then(|values| values.get(value)).copied().unwrap_or(0)
@@ -153,6 +163,125 @@ impl TopologyCounts {
             label(key).is_some_and(|value| values.get(value).is_some_and(|c| *c > 0))
         })
     }
+}
+
+/// The nodes of every topology pair (every label of every node), by node
+/// index: Filter and Score verdicts are computed per domain once per cycle
+/// and read per node from a vector, instead of looking each node's labels
+/// up (they sit behind a pointer, away from the hot per-node data).
+#[derive(Debug, Default)]
+pub struct Domains(FastMap<Arc<str>, FastMap<Arc<str>, Vec<u32>>>);
+
+impl Domains {
+    /// Puts node `index` in the domains of its labels.
+    pub fn add_node(&mut self, index: u32, labels: &StringMap) {
+        for (key, value) in labels.iter() {
+            let values = match self.0.get_mut(key) {
+                Some(values) => values,
+                None => self.0.entry(key.into()).or_default(),
+            };
+            match values.get_mut(value) {
+                Some(nodes) => nodes.push(index),
+                None => {
+                    values.insert(value.into(), vec![index]);
+                }
+            }
+        }
+    }
+
+    /// Takes node `index` out of the domains of its (former) labels.
+    pub fn remove_node(&mut self, index: u32, labels: &StringMap) {
+        for (key, value) in labels.iter() {
+            let Some(values) = self.0.get_mut(key) else { continue };
+            if let Some(nodes) = values.get_mut(value) {
+                nodes.retain(|&n| n != index);
+                if nodes.is_empty() {
+                    values.remove(value);
+                }
+            }
+        }
+    }
+
+    fn nodes(&self, key: &str, value: &str) -> &[u32] {
+        self.0.get(key).and_then(|v| v.get(value)).map_or(&[], Vec::as_slice)
+    }
+
+    fn values(&self, key: &str) -> impl Iterator<Item = (&str, &[u32])> {
+        self.0.get(key).into_iter().flatten().map(|(v, nodes)| (&**v, nodes.as_slice()))
+    }
+}
+
+/// [`filter`] for the nodes of `domains` with indices below `n`, at once:
+/// the verdict of node index `i` is at `i`. Equal to [`filter`] for each
+/// node (debug builds check it).
+pub fn filter_verdicts(
+    terms: &PodTerms,
+    counts: &FilterCounts,
+    domains: &Domains,
+    n: usize,
+) -> Vec<Option<FilterFailure>> {
+    let mut out = vec![None; n];
+    let mut mark = |nodes: &[u32], failure| {
+        for &i in nodes {
+            if let Some(slot) = out.get_mut(i as usize) {
+                *slot = Some(failure);
+            }
+        }
+    };
+    // Lowest priority first: later checks overwrite (kube reports the
+    // first failing check: affinity, anti-affinity, existing pods').
+    for (key, value, count) in counts.existing_anti_affinity.pairs() {
+        if count > 0 {
+            mark(domains.nodes(key, value), FilterFailure::ExistingAntiAffinity);
+        }
+    }
+    for t in &terms.required_anti_affinity {
+        for (value, count) in counts.anti_affinity.values(&t.topology_key) {
+            if count > 0 {
+                mark(domains.nodes(&t.topology_key, value), FilterFailure::AntiAffinity);
+            }
+        }
+    }
+    let need = terms.required_affinity.len();
+    if need == 0 {
+        return out;
+    }
+    // Per node: how many terms' keys it has, how many terms have a pod in
+    // its domain.
+    let mut has_key = vec![0usize; n];
+    let mut satisfied = vec![0usize; n];
+    for t in &terms.required_affinity {
+        for (value, nodes) in domains.values(&t.topology_key) {
+            let ok = counts.affinity.get(&t.topology_key, value) > 0;
+            for &i in nodes {
+                if let Some(h) = has_key.get_mut(i as usize) {
+                    *h += 1;
+                    satisfied[i as usize] += usize::from(ok);
+                }
+            }
+        }
+    }
+    let first_of_series = counts.affinity.is_empty() && counts.matches_own_affinity;
+    for i in 0..n {
+        if has_key[i] < need || (satisfied[i] < need && !first_of_series) {
+            out[i] = Some(FilterFailure::Affinity);
+        }
+    }
+    out
+}
+
+/// The raw Score of the nodes of `domains` with indices below `n`, at
+/// once (node index `i` at `i`): [`TopologyCounts::sum_for_node`] of each.
+pub fn node_scores(map: &TopologyCounts, domains: &Domains, n: usize) -> Vec<i64> {
+    let mut out = vec![0; n];
+    for (key, value, weight) in map.pairs() {
+        for &i in domains.nodes(key, value) {
+            if let Some(slot) = out.get_mut(i as usize) {
+                *slot += weight;
+            }
+        }
+    }
+    out
 }
 
 /// Whether `pod` is selected by every term (and there is one): kube's

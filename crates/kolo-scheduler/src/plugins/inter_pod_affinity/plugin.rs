@@ -15,7 +15,7 @@ use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use kolo_core::HasMeta;
 use kolo_core::meta::StringMap;
 
-use super::decide::{self, ExistingPod, FilterCounts, PodGroup, PodRef, TopologyCounts};
+use super::decide::{self, Domains, ExistingPod, FilterCounts, PodGroup, PodRef, TopologyCounts};
 use super::terms::{PodTerms, TermError, mentions_pod_affinity};
 use crate::framework::{
     ClusterEvent, ClusterEventHandler, CycleContext, CycleState, ExtensionPoints, Filter, NodeId,
@@ -95,6 +95,8 @@ struct Cluster {
     group_ids: FastMap<GroupKey, usize>,
     /// The groups whose pods carry terms.
     with_terms: BTreeSet<usize>,
+    /// The nodes of each topology pair.
+    domains: Domains,
 }
 
 impl Cluster {
@@ -103,9 +105,10 @@ impl Cluster {
         if self.nodes.len() <= i {
             self.nodes.resize_with(i + 1, || None);
         }
-        self.nodes[i].get_or_insert_with(|| NodeEntry {
-            labels: node.view().labels().clone(),
-            pods: Vec::new(),
+        let domains = &mut self.domains;
+        self.nodes[i].get_or_insert_with(|| {
+            domains.add_node(node.id().0, node.view().labels());
+            NodeEntry { labels: node.view().labels().clone(), pods: Vec::new() }
         })
     }
 
@@ -192,6 +195,8 @@ impl Cluster {
         let entry = self.node_mut(node);
         let old = std::mem::replace(&mut entry.labels, node.view().labels().clone());
         let pods: Vec<usize> = entry.pods.iter().map(|(_, i)| *i).collect();
+        self.domains.remove_node(node.id().0, &old);
+        self.domains.add_node(node.id().0, node.view().labels());
         for i in pods {
             if let Some(group) = self.groups[i].as_mut() {
                 group.group.placement.add_node(&old, -1);
@@ -212,10 +217,13 @@ pub struct InterPodAffinity {
 struct FilterState {
     terms: PodTerms,
     counts: FilterCounts,
+    /// By node index, for the nodes the plugin knows.
+    verdicts: Vec<Option<decide::FilterFailure>>,
 }
 
-/// The topology score map, for Score.
-struct ScoreState(TopologyCounts);
+/// The topology score map, for Score, and the raw score of each node the
+/// plugin knows, by node index.
+struct ScoreState(TopologyCounts, Vec<i64>);
 
 fn incoming(pod: &PodInfo) -> PodRef<'_> {
     PodRef { namespace: pod.view().namespace(), labels: pod.view().labels() }
@@ -245,7 +253,9 @@ impl InterPodAffinity {
         let terms = PodTerms::of_incoming(pod.pod(), pod.view().namespace())?;
         let cluster = self.read();
         let counts = FilterCounts::new(incoming(pod), &terms, cluster.all(), cluster.with_terms());
-        Ok(FilterState { terms, counts })
+        let n = cluster.nodes.len();
+        let verdicts = decide::filter_verdicts(&terms, &counts, &cluster.domains, n);
+        Ok(FilterState { terms, counts, verdicts })
     }
 
     fn score_state(&self, pod: &PodInfo) -> Option<ScoreState> {
@@ -262,17 +272,28 @@ impl InterPodAffinity {
             cluster.all(),
             cluster.with_terms(),
         );
-        (!map.is_empty()).then_some(ScoreState(map))
+        if map.is_empty() {
+            return None;
+        }
+        let scores = decide::node_scores(&map, &cluster.domains, cluster.nodes.len());
+        Some(ScoreState(map, scores))
     }
 }
 
 fn check(state: &Result<FilterState, TermError>, node: &NodeInfo) -> Verdict {
     let state = state.as_ref().map_err(|e| Rejection::unresolvable(e.to_string()))?;
-    decide::filter(&state.terms, &state.counts, |k| node.view().label(k)).map_err(|failure| {
-        match failure {
-            decide::FilterFailure::Affinity => Rejection::unresolvable(failure.reason()),
-            _ => Rejection::unschedulable(failure.reason()),
+    let by_labels = || decide::filter(&state.terms, &state.counts, |k| node.view().label(k));
+    let verdict = match state.verdicts.get(node.id().index()) {
+        Some(v) => {
+            debug_assert_eq!(v.map_or(Ok(()), Err), by_labels(), "{}", node.name());
+            v.map_or(Ok(()), Err)
         }
+        // A node the plugin has not heard of yet.
+        None => by_labels(),
+    };
+    verdict.map_err(|failure| match failure {
+        decide::FilterFailure::Affinity => Rejection::unresolvable(failure.reason()),
+        _ => Rejection::unschedulable(failure.reason()),
     })
 }
 
@@ -359,7 +380,15 @@ impl PreScore for InterPodAffinity {
 }
 
 fn score_of(map: Option<&ScoreState>, node: &NodeInfo) -> i64 {
-    map.map_or(0, |m| m.0.sum_for_node(|k| node.view().label(k)))
+    let Some(ScoreState(map, scores)) = map else { return 0 };
+    let by_labels = || map.sum_for_node(|k| node.view().label(k));
+    match scores.get(node.id().index()) {
+        Some(&score) => {
+            debug_assert_eq!(score, by_labels(), "{}", node.name());
+            score
+        }
+        None => by_labels(),
+    }
 }
 
 impl Score for InterPodAffinity {
@@ -415,8 +444,8 @@ impl ClusterEventHandler for InterPodAffinity {
                 for key in left {
                     cluster.remove_pod(&key);
                 }
-                if let Some(slot) = cluster.nodes.get_mut(id.index()) {
-                    *slot = None;
+                if let Some(entry) = cluster.nodes.get_mut(id.index()).and_then(Option::take) {
+                    cluster.domains.remove_node(id.0, &entry.labels);
                 }
             }
             ClusterEvent::PodAdded { pod, node, .. } => self.write().add_pod(pod, node),

@@ -575,7 +575,7 @@ fn symmetric_and_mixed_scores() {
 #[test]
 fn state_follows_events_and_trivially_passes() {
     let nodes = [("n1", "zone: a"), ("n2", "zone: b")];
-    let world = World::new(&nodes, &[]);
+    let mut world = World::new(&nodes, &[]);
     let plain = pod("p", "default", "app: web", None);
     assert!(world.plugin.trivially_passes(&plain));
     let anti = Aff {
@@ -606,8 +606,8 @@ fn state_follows_events_and_trivially_passes() {
     // A node's labels change: its pods move domain.
     add(&pod("e", "default", "app: web", None), 0, false);
     assert_eq!(world.filter(&web), vec![err(ANTI), Ok(())]);
-    let moved = node(0, "n1", "zone: b");
-    world.plugin.on_event(&ClusterEvent::NodeUpdated(&moved));
+    world.nodes[0] = node(0, "n1", "zone: b");
+    world.plugin.on_event(&ClusterEvent::NodeUpdated(&world.nodes[0]));
     // Node n2 (zone b) now shares the domain of the pod on n1 (looked up
     // with n1's new labels).
     assert_eq!(world.filter(&web)[1], err(ANTI));
