@@ -110,9 +110,9 @@ pub struct Profile {
     /// cache: the cache serves a pod only when each of them
     /// [trivially passes](Plugin::trivially_passes) it.
     pub(crate) no_equivalence: Vec<Arc<dyn Plugin>>,
-    /// Every Filter and Score plugin says a node update changes its results
-    /// for that node only: the equivalence cache then keeps the other
-    /// nodes' results.
+    /// Every Filter and Score plugin that supports the equivalence cache
+    /// says a node update changes its results for that node only: the
+    /// equivalence cache then keeps the other nodes' results.
     pub(crate) local_node_updates: bool,
     /// The Filter and Score plugins (each once), for `valid_until`.
     pub(crate) filter_and_score: Vec<Arc<dyn Plugin>>,
@@ -177,7 +177,13 @@ impl Profile {
                 .filter(|p| !p.supports_equivalence())
                 .cloned()
                 .collect(),
-            local_node_updates: filter_and_score.iter().all(|p| p.node_updates_are_local()),
+            // A plugin without equivalence support has its results cached
+            // only for pods it trivially passes, results no node update
+            // changes: only the others decide.
+            local_node_updates: filter_and_score
+                .iter()
+                .filter(|p| p.supports_equivalence())
+                .all(|p| p.node_updates_are_local()),
             filter_and_score,
             queue_sort,
             pre_filter: without_weights(pre_filter),
@@ -395,7 +401,8 @@ mod tests {
                 "TaintToleration",
                 "NodeResourcesFit",
                 "LoadAwareScheduling",
-                "NodeNUMAResource"
+                "NodeNUMAResource",
+                "PodTopologySpread"
             ]
         );
         let scores: Vec<_> = profile.score_plugins().collect();
@@ -406,21 +413,27 @@ mod tests {
                 ("TaintToleration", 3),
                 ("NodeResourcesFit", 1),
                 ("LoadAwareScheduling", 1),
-                ("NodeNUMAResource", 1)
+                ("NodeNUMAResource", 1),
+                ("PodTopologySpread", 2)
             ]
         );
         let names = |list: &[Enabled<dyn Reserve>]| -> Vec<&str> {
             list.iter().map(|e| profile.plugin_name(e.index)).collect()
         };
         assert_eq!(names(&profile.reserve), ["NodeNUMAResource"]);
-        // Every in-tree Filter plugin gives queueing hints; QueueSort and
-        // Bind plugins give none.
+        // Every in-tree Filter plugin but PodTopologySpread (whose verdicts
+        // read every node) gives queueing hints; QueueSort and Bind plugins
+        // give none.
         let hinting: Vec<&str> = (0..profile.plugins.len())
             .filter(|&i| profile.hints[i].is_some())
             .map(|i| profile.plugin_name(i))
             .collect();
-        assert_eq!(hinting.len(), filters.len(), "{hinting:?}");
-        assert!(profile.no_equivalence.is_empty() && profile.local_node_updates);
+        assert_eq!(hinting.len(), filters.len() - 1, "{hinting:?}");
+        let no_equivalence: Vec<&str> = profile.no_equivalence.iter().map(|p| p.name()).collect();
+        assert_eq!(no_equivalence, ["PodTopologySpread"]);
+        // Its results are cached only for pods it trivially passes, which
+        // no node update changes: node updates stay local.
+        assert!(profile.local_node_updates);
     }
 
     #[test]

@@ -212,13 +212,18 @@ struct ScoreState {
 impl PodTopologySpread {
     /// Builds the plugin from `PodTopologySpreadArgs`.
     pub fn build(args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, PluginArgsError> {
+        Ok(Arc::new(PodTopologySpread::new(args)?))
+    }
+
+    /// The plugin itself, from `PodTopologySpreadArgs`.
+    pub fn new(args: Option<&serde_json::Value>) -> Result<PodTopologySpread, PluginArgsError> {
         let args: PodTopologySpreadArgs = decode_args(args, "PodTopologySpreadArgs")?;
         let defaults = args.default_constraints().map_err(PluginArgsError::from_validation)?;
-        Ok(Arc::new(PodTopologySpread {
+        Ok(PodTopologySpread {
             system_defaulted: args.defaulting_type == super::args::DefaultingType::System,
             defaults,
             cluster: RwLock::default(),
-        }))
+        })
     }
 
     fn read(&self) -> RwLockReadGuard<'_, Cluster> {
@@ -586,5 +591,380 @@ impl ClusterEventHandler for PodTopologySpread {
             ClusterEvent::PodRemoved { pod, node } => cluster.remove_pod(pod.key(), node.index()),
             ClusterEvent::NodeMetricUpdated { .. } | ClusterEvent::NodeMetricRemoved { .. } => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::framework::NodeId;
+    use crate::testing::{ctx, node_from_yaml, pod_from_yaml};
+    use kolo_core::clock::Timestamp;
+
+    /// The plugin fed nodes and pods through cluster events.
+    struct World {
+        plugin: PodTopologySpread,
+        nodes: Vec<NodeInfo>,
+        next_pod: usize,
+    }
+
+    fn pod(spec: &str, labels: &str) -> PodInfo {
+        PodInfo::new(pod_from_yaml(&format!(
+            "metadata: {{name: p, namespace: default, labels: {{{labels}}}}}\nspec:\n  containers: []\n{spec}"
+        )))
+        .unwrap()
+    }
+
+    /// One constraint per `(maxSkew, key, action, extra fields)`, all
+    /// selecting `foo` (kube's `fooSelector`).
+    fn spread(constraints: &[(i32, &str, &str, &str)]) -> String {
+        let mut yaml = String::from("  topologySpreadConstraints:\n");
+        for (skew, key, action, extra) in constraints {
+            yaml.push_str(&format!(
+                "  - {{maxSkew: {skew}, topologyKey: {key}, whenUnsatisfiable: {action}, labelSelector: {{matchExpressions: [{{key: foo, operator: Exists}}]}}{extra}}}\n"
+            ));
+        }
+        yaml
+    }
+
+    impl World {
+        fn new(args: Option<serde_json::Value>) -> World {
+            World {
+                plugin: PodTopologySpread::new(args.as_ref()).unwrap(),
+                nodes: Vec::new(),
+                next_pod: 0,
+            }
+        }
+
+        fn node(&mut self, name: &str, labels: &str, extra: &str) -> &mut World {
+            let node = node_from_yaml(&format!(
+                "metadata: {{name: {name}, labels: {{{labels}}}}}\n{extra}"
+            ));
+            let view = kolo_core::node::NodeView::from_node(&node).unwrap();
+            let info = NodeInfo::new(NodeId(self.nodes.len() as u32), Arc::new(node), view);
+            self.plugin.on_event(&ClusterEvent::NodeAdded(&info));
+            self.nodes.push(info);
+            self
+        }
+
+        /// Nodes `name` with `zone: <zone>` and `node: <name>` labels.
+        fn zoned(&mut self, nodes: &[(&str, &str)]) -> &mut World {
+            for (name, zone) in nodes {
+                self.node(
+                    name,
+                    &format!("zone: {zone}, node: {name}, kubernetes.io/hostname: {name}"),
+                    "",
+                );
+            }
+            self
+        }
+
+        fn pods(&mut self, node: &str, count: usize, labels: &str, namespace: &str) -> &mut World {
+            let at = Timestamp::UNIX_EPOCH;
+            for _ in 0..count {
+                self.next_pod += 1;
+                let i = self.next_pod;
+                let pod = PodInfo::new(pod_from_yaml(&format!(
+                    "metadata: {{name: {node}-{i}, namespace: {namespace}, labels: {{{labels}}}}}\nspec: {{containers: []}}"
+                )))
+                .unwrap();
+                let node = self.nodes.iter().find(|n| n.name() == node).unwrap();
+                self.plugin.on_event(&ClusterEvent::PodAdded {
+                    pod: &pod,
+                    node,
+                    assumed: false,
+                    at,
+                });
+            }
+            self
+        }
+
+        /// Filter's verdict per node: "ok", "skew" or "label"; `None` when
+        /// PreFilter skips.
+        fn filter(&self, pod: &PodInfo) -> Option<Vec<&'static str>> {
+            let mut state = CycleState::new();
+            match self.plugin.pre_filter(&ctx(), &mut state, pod) {
+                PreFilterOutcome::Skip => return None,
+                PreFilterOutcome::Reject(r) => panic!("{r}"),
+                PreFilterOutcome::Proceed => {}
+            }
+            let verdict = |n: &NodeInfo| match self.plugin.filter(&ctx(), &state, pod, n) {
+                Ok(()) => "ok",
+                Err(r) if r.reason == REASON => "skew",
+                Err(r) if r.reason == REASON_MISSING_LABEL => "label",
+                Err(r) => panic!("{r}"),
+            };
+            Some(self.nodes.iter().map(verdict).collect())
+        }
+
+        /// Normalized scores of the nodes named `feasible` (the others
+        /// failed some filter).
+        fn scores(&self, pod: &PodInfo, feasible: &[&str]) -> Option<Vec<i64>> {
+            let mut state = CycleState::new();
+            if self.plugin.pre_score(&ctx(), &mut state, pod) == PreScoreOutcome::Skip {
+                return None;
+            }
+            let mut raw: Vec<i64> = feasible
+                .iter()
+                .map(|name| {
+                    let n = self.nodes.iter().find(|n| n.name() == *name).unwrap();
+                    self.plugin.score(&ctx(), &state, pod, n)
+                })
+                .collect();
+            self.plugin.normalize(&ctx(), &state, pod, &mut raw);
+            Some(raw)
+        }
+    }
+
+    const FOUR: [(&str, &str); 4] =
+        [("node-a", "zone1"), ("node-b", "zone1"), ("node-x", "zone2"), ("node-y", "zone2")];
+
+    #[test]
+    fn filter_table() {
+        let hard = |skew, key| spread(&[(skew, key, "DoNotSchedule", "")]);
+        // kube's TestPreFilterState cases, with the Filter verdicts they
+        // imply worked out by hand.
+        // "normal case": zone1 3, zone2 2 → min 2; zone1 3+1−2 = 2 > 1.
+        let mut w = World::new(None);
+        w.zoned(&FOUR)
+            .pods("node-a", 2, "foo: ''", "default")
+            .pods("node-b", 1, "foo: ''", "default");
+        w.pods("node-y", 2, "foo: ''", "default");
+        let p = pod(&hard(1, "zone"), "foo: ''");
+        assert_eq!(w.filter(&p).unwrap(), ["skew", "skew", "ok", "ok"]);
+        // The same pod not matching its own selector: zone1 3+0−2 = 1.
+        let other = pod(&hard(1, "zone"), "bar: ''");
+        assert_eq!(w.filter(&other).unwrap(), ["ok", "ok", "ok", "ok"]);
+        // "normal case with null label selector": nothing counts.
+        let null = pod(
+            "  topologySpreadConstraints:\n  - {maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotSchedule}\n",
+            "foo: ''",
+        );
+        assert_eq!(w.filter(&null).unwrap(), ["ok", "ok", "ok", "ok"]);
+        // "on a 3-zone cluster": an empty zone3 makes the minimum 0.
+        w.zoned(&[("node-o", "zone3"), ("node-p", "zone3")]);
+        assert_eq!(w.filter(&p).unwrap(), ["skew", "skew", "skew", "skew", "ok", "ok"]);
+
+        // "namespace mismatch doesn't count": zone1 2, zone2 1.
+        let mut w = World::new(None);
+        w.zoned(&FOUR).pods("node-a", 1, "foo: ''", "default").pods("node-a", 1, "foo: ''", "ns1");
+        w.pods("node-b", 1, "foo: ''", "default").pods("node-y", 1, "foo: ''", "ns2");
+        w.pods("node-y", 1, "foo: ''", "default");
+        assert_eq!(w.filter(&p).unwrap(), ["skew", "skew", "ok", "ok"]);
+
+        // "normal case with two spreadConstraints": zones 3 / 4 (min 3),
+        // nodes 2 / 1 / 0 / 4 (min 0): zone2 fails 4+1−3 = 2, node-a
+        // 2+1−0 = 3 and node-b 1+1−0 = 2 fail by node: nothing fits.
+        let mut w = World::new(None);
+        w.zoned(&FOUR)
+            .pods("node-a", 2, "foo: ''", "default")
+            .pods("node-b", 1, "foo: ''", "default");
+        w.pods("node-y", 4, "foo: ''", "default");
+        let two = pod(
+            &spread(&[(1, "zone", "DoNotSchedule", ""), (1, "node", "DoNotSchedule", "")]),
+            "foo: ''",
+        );
+        assert_eq!(w.filter(&two).unwrap(), ["skew", "skew", "skew", "skew"]);
+        // With maxSkew 3 by node, node-b (1+1 = 2) and node-x fit by node;
+        // only zone1 fits by zone.
+        let loose = pod(
+            &spread(&[(1, "zone", "DoNotSchedule", ""), (2, "node", "DoNotSchedule", "")]),
+            "foo: ''",
+        );
+        assert_eq!(w.filter(&loose).unwrap(), ["skew", "ok", "skew", "skew"]);
+        // Soft constraints only: Filter has nothing to do.
+        assert_eq!(w.filter(&pod(&spread(&[(1, "zone", "ScheduleAnyway", "")]), "foo: ''")), None);
+        // By zone alone, zone1 fits (3+1−3 = 1). A node without the key
+        // is rejected as such, and not counted.
+        w.node("bare", "node: bare", "");
+        assert_eq!(w.filter(&p).unwrap(), ["ok", "ok", "skew", "skew", "label"]);
+    }
+
+    #[test]
+    fn min_domains_and_inclusion_policies() {
+        // zone1 holds 1 matching pod per node, zone2 none of them.
+        let mut w = World::new(None);
+        w.zoned(&FOUR)
+            .pods("node-a", 1, "foo: ''", "default")
+            .pods("node-b", 1, "foo: ''", "default");
+        w.pods("node-x", 1, "foo: ''", "default").pods("node-y", 1, "foo: ''", "default");
+        // Zones 2 / 2 → min 2; with minDomains 3 (two domains exist) the
+        // minimum is 0 and 2+1−0 > 2 everywhere.
+        let skew2 = |extra| pod(&spread(&[(2, "zone", "DoNotSchedule", extra)]), "foo: ''");
+        assert_eq!(w.filter(&skew2("")).unwrap(), ["ok"; 4]);
+        assert_eq!(w.filter(&skew2(", minDomains: 3")).unwrap(), ["skew"; 4]);
+        assert_eq!(w.filter(&skew2(", minDomains: 2")).unwrap(), ["ok"; 4]);
+
+        // zone3's only node is tainted and unwanted by the pod's affinity.
+        let mut w = World::new(None);
+        w.zoned(&FOUR)
+            .pods("node-a", 1, "foo: ''", "default")
+            .pods("node-x", 1, "foo: ''", "default");
+        w.node(
+            "node-t",
+            "zone: zone3, node: node-t, spare: 'yes'",
+            "spec:\n  taints: [{key: k, effect: NoSchedule}]",
+        );
+        let selector = "  nodeSelector: {node: node-a}\n";
+        let hard = |extra: &str, spec: &str| {
+            pod(&format!("{}{spec}", spread(&[(1, "zone", "DoNotSchedule", extra)])), "foo: ''")
+        };
+        // Counted: min 0 (zone3), zone1 / zone2 hold 1: 1+1−0 > 1.
+        assert_eq!(w.filter(&hard("", "")).unwrap(), ["skew", "skew", "skew", "skew", "ok"]);
+        // Taints honoured: zone3 does not count, min 1, 1+1−1 ≤ 1.
+        assert_eq!(w.filter(&hard(", nodeTaintsPolicy: Honor", "")).unwrap(), ["ok"; 5]);
+        // A toleration brings zone3 back.
+        let tolerating = "  tolerations: [{key: k, operator: Exists}]\n";
+        assert_eq!(
+            w.filter(&hard(", nodeTaintsPolicy: Honor", tolerating)).unwrap(),
+            ["skew", "skew", "skew", "skew", "ok"]
+        );
+        // Affinity honoured (the default): only node-a's zone counts, so
+        // min 1 and zone1 fits; zone3 (uncounted, 0) fits as well.
+        assert_eq!(w.filter(&hard("", selector)).unwrap(), ["ok"; 5]);
+        assert_eq!(
+            w.filter(&hard(", nodeAffinityPolicy: Ignore", selector)).unwrap(),
+            ["skew", "skew", "skew", "skew", "ok"]
+        );
+    }
+
+    #[test]
+    fn score_table() {
+        // kube's TestPodTopologySpreadScore cases (hostname constraint,
+        // maxSkew 1 unless said): (pods per node, feasible, want).
+        let hostname = |skew| {
+            pod(&spread(&[(skew, "kubernetes.io/hostname", "ScheduleAnyway", "")]), "foo: ''")
+        };
+        let four = ["node-a", "node-b", "node-c", "node-d"];
+        let world = |counts: &[usize]| {
+            let mut w = World::new(None);
+            for (name, count) in four.iter().zip(counts) {
+                w.node(name, &format!("kubernetes.io/hostname: {name}"), "");
+                w.pods(name, *count, "foo: ''", "default");
+            }
+            w
+        };
+        // "all 4 nodes are candidates": 2/1/0/3, weight ln 6.
+        assert_eq!(world(&[2, 1, 0, 3]).scores(&hostname(1), &four).unwrap(), [20, 60, 100, 0]);
+        // "maxSkew=2": each raw score + 1.
+        assert_eq!(world(&[2, 1, 0, 3]).scores(&hostname(2), &four).unwrap(), [33, 66, 100, 16]);
+        // "maxSkew=3": 4/3/2/1.
+        assert_eq!(world(&[4, 3, 2, 1]).scores(&hostname(3), &four).unwrap(), [44, 66, 77, 100]);
+        // "no existing pods" and "only one node is candidate".
+        assert_eq!(world(&[0, 0, 0, 0]).scores(&hostname(1), &four[..2]).unwrap(), [100, 100]);
+        assert_eq!(world(&[2, 1, 0, 0]).scores(&hostname(1), &four[..1]).unwrap(), [100]);
+        // "3 out of 4 nodes are candidates": 4/2/1/~3~, weight ln 5.
+        assert_eq!(world(&[4, 2, 1, 3]).scores(&hostname(1), &four[..3]).unwrap(), [33, 83, 100]);
+        // "one node doesn't match topology key": 4/?2?/1/~3~.
+        let mut w = World::new(None);
+        w.node("node-a", "kubernetes.io/hostname: node-a", "")
+            .pods("node-a", 4, "foo: ''", "default");
+        w.node("node-b", "n: node-b", "").pods("node-b", 2, "foo: ''", "default");
+        w.node("node-x", "kubernetes.io/hostname: node-x", "")
+            .pods("node-x", 1, "foo: ''", "default");
+        w.node("node-y", "kubernetes.io/hostname: node-y", "")
+            .pods("node-y", 3, "foo: ''", "default");
+        assert_eq!(w.scores(&hostname(1), &["node-a", "node-b", "node-x"]).unwrap(), [16, 0, 100]);
+        // "one constraint on zone, 3 out of 4 nodes are candidates":
+        // zone1 4+2, zone2 1+3 (node-y failed but its pods count).
+        let mut w = World::new(None);
+        w.zoned(&FOUR)
+            .pods("node-a", 4, "foo: ''", "default")
+            .pods("node-b", 2, "foo: ''", "default");
+        w.pods("node-x", 1, "foo: ''", "default").pods("node-y", 3, "foo: ''", "default");
+        let zone = pod(&spread(&[(1, "zone", "ScheduleAnyway", "")]), "foo: ''");
+        assert_eq!(w.scores(&zone, &["node-a", "node-b", "node-x"]).unwrap(), [75, 75, 100]);
+        // Hard constraints only: PreScore skips.
+        assert_eq!(
+            w.scores(&pod(&spread(&[(1, "zone", "DoNotSchedule", "")]), "foo: ''"), &["node-a"]),
+            None
+        );
+    }
+
+    #[test]
+    fn system_defaults_spread_replica_set_pods_by_hostname() {
+        // kube's "system defaulting, nodes don't have zone, pods match
+        // service" (4/3/2/1), with the selector from the pod's labels.
+        let mut w = World::new(None);
+        for (name, count) in [("node-a", 4), ("node-b", 3), ("node-c", 2), ("node-d", 1)] {
+            w.node(name, &format!("kubernetes.io/hostname: {name}"), "");
+            w.pods(name, count, "foo: ''", "default");
+        }
+        let owned = PodInfo::new(pod_from_yaml(
+            "metadata: {name: p, namespace: default, labels: {foo: ''}, ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: rs, uid: u}]}\nspec: {containers: []}",
+        ))
+        .unwrap();
+        let all = ["node-a", "node-b", "node-c", "node-d"];
+        assert_eq!(w.scores(&owned, &all).unwrap(), [44, 66, 77, 100]);
+        assert!(!w.plugin.trivially_passes(&owned));
+        // Not owned: no defaults, nothing to say.
+        let loose = pod("", "foo: ''");
+        assert_eq!(w.scores(&loose, &all), None);
+        assert_eq!(w.filter(&loose), None);
+        assert!(w.plugin.trivially_passes(&loose));
+        // List defaulting with no constraints: owned pods pass trivially.
+        let list = World::new(Some(serde_json::json!({"defaultingType": "List"})));
+        assert!(list.plugin.trivially_passes(&owned));
+    }
+
+    #[test]
+    fn pods_are_upserted_removed_and_terminating_ones_ignored() {
+        let mut w = World::new(None);
+        w.zoned(&FOUR);
+        let p = pod(&spread(&[(1, "zone", "DoNotSchedule", "")]), "foo: ''");
+        let at = Timestamp::UNIX_EPOCH;
+        let existing = PodInfo::new(pod_from_yaml(
+            "metadata: {name: e, namespace: default, labels: {foo: ''}}\nspec: {containers: []}",
+        ))
+        .unwrap();
+        // Reported twice: counted once (zone1 1 → 1+1−0 > 1 only there).
+        for _ in 0..2 {
+            w.plugin.on_event(&ClusterEvent::PodAdded {
+                pod: &existing,
+                node: &w.nodes[0],
+                assumed: true,
+                at,
+            });
+        }
+        w.pods("node-x", 1, "bar: ''", "default");
+        assert_eq!(w.filter(&p).unwrap(), ["skew", "skew", "ok", "ok"]);
+        w.plugin.on_event(&ClusterEvent::PodRemoved { pod: &existing, node: w.nodes[0].id() });
+        assert_eq!(w.filter(&p).unwrap(), ["ok"; 4]);
+        let terminating = PodInfo::new(pod_from_yaml(
+            "metadata: {name: t, namespace: default, labels: {foo: ''}, deletionTimestamp: '2026-01-01T00:00:00Z'}\nspec: {containers: []}",
+        ))
+        .unwrap();
+        w.plugin.on_event(&ClusterEvent::PodAdded {
+            pod: &terminating,
+            node: &w.nodes[0],
+            assumed: false,
+            at,
+        });
+        assert_eq!(w.filter(&p).unwrap(), ["ok"; 4]);
+        // A removed node's pods go with it; the groups are freed.
+        w.pods("node-y", 2, "foo: ''", "default");
+        let y = w.nodes[3].id();
+        w.plugin.on_event(&ClusterEvent::NodeRemoved { id: y, name: "node-y" });
+        let cluster = w.plugin.read();
+        let live: u32 = cluster.groups.iter().flatten().map(|g| g.refs).sum();
+        assert_eq!(live, 1, "only node-x's bar pod is left");
+    }
+
+    #[test]
+    fn malformed_constraints_are_refused_naming_the_field() {
+        let w = World::new(None);
+        let bad = pod(
+            "  topologySpreadConstraints:\n  - {maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotSchedule, nodeAffinityPolicy: Always}\n",
+            "",
+        );
+        let mut state = CycleState::new();
+        match w.plugin.pre_filter(&ctx(), &mut state, &bad) {
+            PreFilterOutcome::Reject(r) => {
+                assert_eq!(r.code, crate::framework::Code::Error);
+                assert!(r.reason.contains("nodeAffinityPolicy"), "{r}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(!w.plugin.trivially_passes(&bad));
     }
 }
