@@ -7,6 +7,10 @@
 //! scoring do real work. Run with every node scored and with
 //! kube-scheduler's adaptive percentage, and at 15,000 nodes / 30,000 pods.
 //!
+//! Also scheduler_perf's TopologySpreading (5,000 nodes in 3 zones, 5,000
+//! pods running, 2,000 pods with a zone spread constraint, every node
+//! scored).
+//!
 //! Run: `cargo bench -p kolo-scheduler --bench scheduling`
 //!
 //! Each shape runs with kolo's equivalence cache (the default) and, for the
@@ -24,9 +28,10 @@ use std::time::{Duration, Instant};
 use criterion::{BatchSize, Criterion};
 use k8s_openapi::api::core::v1::{
     Container, Node, NodeSpec, NodeStatus, Pod, PodSpec, ResourceRequirements,
+    TopologySpreadConstraint,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, Time};
 use kolo_api::crd::NodeMetric;
 use kolo_core::clock::Timestamp;
 use kolo_scheduler::binder::InMemoryBinder;
@@ -43,6 +48,9 @@ struct Shape {
     pods: usize,
     percentage: i32,
     equivalence_cache: bool,
+    /// The pending pods carry scheduler_perf's TopologySpreading constraint
+    /// (`color: blue`, zone, maxSkew 5, DoNotSchedule).
+    spreading: bool,
 }
 
 const fn shape(
@@ -51,15 +59,34 @@ const fn shape(
     percentage: i32,
     equivalence_cache: bool,
 ) -> Shape {
-    Shape { name, nodes, initial_pods: nodes / 5, pods: nodes * 2, percentage, equivalence_cache }
+    Shape {
+        name,
+        nodes,
+        initial_pods: nodes / 5,
+        pods: nodes * 2,
+        percentage,
+        equivalence_cache,
+        spreading: false,
+    }
 }
 
-const SHAPES: [Shape; 5] = [
+const SHAPES: [Shape; 6] = [
     shape("5000_nodes_10000_pods_score_100pct", 5000, 100, true),
     shape("5000_nodes_10000_pods_score_100pct_no_equivalence_cache", 5000, 100, false),
     shape("5000_nodes_10000_pods_adaptive", 5000, 0, true),
     shape("15000_nodes_30000_pods_score_100pct", 15_000, 100, true),
     shape("15000_nodes_30000_pods_score_100pct_no_equivalence_cache", 15_000, 100, false),
+    // scheduler_perf's TopologySpreading/5000Nodes: 5,000 nodes in 3 zones,
+    // 5,000 plain pods running, 2,000 spread pods measured.
+    Shape {
+        name: "topology_spreading_5000_nodes_2000_pods",
+        nodes: 5000,
+        initial_pods: 5000,
+        pods: 2000,
+        percentage: 100,
+        equivalence_cache: true,
+        spreading: true,
+    },
 ];
 
 fn now() -> Timestamp {
@@ -110,6 +137,25 @@ fn node_metric(i: usize) -> NodeMetric {
     serde_json::from_value(value).unwrap()
 }
 
+/// scheduler_perf's `pod-with-topology-spreading.yaml`: labelled
+/// `color: blue`, at most 5 more of them in one zone than in another.
+fn spreading_pod(i: usize) -> Pod {
+    let mut pod = pod("spreading", i, None);
+    pod.metadata.labels = Some(BTreeMap::from([("color".to_string(), "blue".to_string())]));
+    let selector = LabelSelector {
+        match_labels: Some(BTreeMap::from([("color".to_string(), "blue".to_string())])),
+        match_expressions: None,
+    };
+    pod.spec.as_mut().unwrap().topology_spread_constraints = Some(vec![TopologySpreadConstraint {
+        max_skew: 5,
+        topology_key: "topology.kubernetes.io/zone".into(),
+        when_unsatisfiable: "DoNotSchedule".into(),
+        label_selector: Some(selector),
+        ..Default::default()
+    }]);
+    pod
+}
+
 /// A Deployment-style pod of 100m / 500Mi (Burstable: QoS LS, koord-prod).
 fn pod(prefix: &str, i: usize, node: Option<String>) -> Pod {
     let requests = quantities(&[("cpu", "100m".into()), ("memory", "500Mi".into())]);
@@ -156,7 +202,8 @@ fn setup(shape: Shape) -> Scheduler {
         s.apply_pod(pod("running", i, Some(format!("node-{}", i % shape.nodes))), now()).unwrap();
     }
     for i in 0..shape.pods {
-        s.apply_pod(pod("pending", i, None), now()).unwrap();
+        let pending = if shape.spreading { spreading_pod(i) } else { pod("pending", i, None) };
+        s.apply_pod(pending, now()).unwrap();
     }
     s
 }

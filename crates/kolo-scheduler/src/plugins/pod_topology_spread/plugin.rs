@@ -14,7 +14,7 @@
 //! which gets the feasible nodes' raw scores, computes kube's score there.
 
 use std::collections::HashMap;
-use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard};
 
 use k8s_openapi::api::core::v1::TopologySpreadConstraint;
 use kolo_core::HasMeta;
@@ -53,6 +53,8 @@ pub struct PodTopologySpread {
     /// scoring the default constraints (kube's `systemDefaulted`).
     system_defaulted: bool,
     cluster: RwLock<Cluster>,
+    /// Per topology key, every node's domain (see [`KeyTable`]).
+    key_tables: Mutex<HashMap<String, Arc<KeyTable>>>,
 }
 
 /// Pods with one namespace and one label set.
@@ -78,6 +80,9 @@ struct Cluster {
     free: Vec<u32>,
     /// By node id.
     nodes: Vec<Option<NodeState>>,
+    /// Moves on whenever a node is added or removed or its labels change
+    /// (the key tables are rebuilt then).
+    epoch: u64,
 }
 
 impl Cluster {
@@ -85,6 +90,9 @@ impl Cluster {
         let i = node.id().index();
         if self.nodes.len() <= i {
             self.nodes.resize_with(i + 1, || None);
+        }
+        if self.nodes[i].is_none() {
+            self.epoch += 1;
         }
         self.nodes[i].get_or_insert_with(|| NodeState {
             info: node.clone(),
@@ -194,6 +202,72 @@ struct Counting {
     missing_as_empty: bool,
 }
 
+/// Every node's domain for one topology key: kept across cycles while no
+/// node is added, removed or relabelled.
+struct KeyTable {
+    /// The cluster's node epoch it was built at.
+    epoch: u64,
+    /// By node id: the node's domain, `NONE` without the key.
+    domain_of: Vec<u32>,
+    /// How many domains (distinct values).
+    values: usize,
+    /// The domain of the value "", if a node has it (nodes without the key
+    /// join it when scoring reads missing labels as "").
+    empty: Option<u32>,
+}
+
+impl KeyTable {
+    fn build(cluster: &Cluster, key: &str) -> KeyTable {
+        let mut names: HashMap<&str, u32> = HashMap::new();
+        let domain_of = cluster
+            .nodes
+            .iter()
+            .map(|node| {
+                let Some(value) = node.as_ref().and_then(|n| n.info.view().labels().get(key))
+                else {
+                    return NONE;
+                };
+                let next = names.len() as u32;
+                *names.entry(value).or_insert(next)
+            })
+            .collect();
+        KeyTable {
+            epoch: cluster.epoch,
+            domain_of,
+            values: names.len(),
+            empty: names.get("").copied(),
+        }
+    }
+}
+
+/// Per group (by id), which constraints count its pods: a bit per
+/// constraint, one selector match per group instead of one per pod.
+fn group_matches(cluster: &Cluster, namespace: &str, cs: &[Constraint]) -> Vec<u64> {
+    let bits = |labels: &StringMap| {
+        cs.iter().enumerate().filter(|(_, c)| c.counts(labels)).fold(0, |b, (i, _)| b | (1 << i))
+    };
+    cluster
+        .groups
+        .iter()
+        .map(|g| match g {
+            Some(g) if &*g.namespace == namespace => bits(&g.labels),
+            _ => 0,
+        })
+        .collect()
+}
+
+/// Whether the pod restricts nodes by `nodeSelector` or required node
+/// affinity (else every node passes and need not be checked).
+fn has_required_affinity(pod: &PodInfo) -> bool {
+    let Some(spec) = pod.pod().spec.as_ref() else { return false };
+    spec.node_selector.as_ref().is_some_and(|s| !s.is_empty())
+        || spec
+            .affinity
+            .as_ref()
+            .and_then(|a| a.node_affinity.as_ref())
+            .is_some_and(|a| a.required_during_scheduling_ignored_during_execution.is_some())
+}
+
 /// Filter's state: the hard constraints, tallied.
 struct FilterState {
     constraints: Vec<Constraint>,
@@ -223,6 +297,7 @@ impl PodTopologySpread {
             system_defaulted: args.defaulting_type == super::args::DefaultingType::System,
             defaults,
             cluster: RwLock::default(),
+            key_tables: Mutex::default(),
         })
     }
 
@@ -235,22 +310,12 @@ impl PodTopologySpread {
         let cluster = self.read();
         let k = cs.len().min(64);
         let cs = &cs[..k];
-        let namespace = pod.view().namespace();
-        // Which constraints count each group: one selector match per group.
-        let matches: Vec<u64> = cluster
-            .groups
-            .iter()
-            .map(|g| match g {
-                Some(g) if &*g.namespace == namespace => cs
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, c)| c.counts(&g.labels))
-                    .fold(0, |bits, (i, _)| bits | (1 << i)),
-                _ => 0,
-            })
-            .collect();
+        let matches = group_matches(&cluster, pod.view().namespace(), cs);
+        let tables: Vec<Arc<KeyTable>> =
+            cs.iter().map(|c| self.key_table(&cluster, &c.topology_key)).collect();
         let honor_affinity = cs.iter().any(|c| c.node_affinity_policy == Policy::Honor);
-        let affinity = honor_affinity.then(|| node_affinity::required(pod.pod()));
+        let affinity = (honor_affinity && has_required_affinity(pod))
+            .then(|| node_affinity::required(pod.pod()));
         let honor_taints = cs.iter().any(|c| c.node_taints_policy == Policy::Honor);
         let tolerations =
             if honor_taints { tolerations::tolerations(pod.pod()) } else { Vec::new() };
@@ -260,10 +325,10 @@ impl PodTopologySpread {
             domain_of: vec![NONE; slots * k],
             keys: vec![0; slots],
             own: vec![0; slots * k],
-            counts: vec![Vec::new(); k],
-            eligible: vec![Vec::new(); k],
+            // One more domain: nodes without the key, when they count.
+            counts: tables.iter().map(|t| vec![0; t.values + 1]).collect(),
+            eligible: tables.iter().map(|t| vec![false; t.values + 1]).collect(),
         };
-        let mut names: Vec<HashMap<&str, u32>> = vec![HashMap::new(); k];
         for (slot, node) in cluster.nodes.iter().enumerate() {
             let Some(node) = node else { continue };
             let own = &mut t.own[slot * k..(slot + 1) * k];
@@ -274,29 +339,20 @@ impl PodTopologySpread {
                     bits &= bits - 1;
                 }
             }
-            let labels = node.info.view().labels();
-            let mut keys = 0u64;
-            for (i, c) in cs.iter().enumerate() {
-                if labels.get(&c.topology_key).is_some() {
-                    keys |= 1 << i;
-                }
-            }
-            t.keys[slot] = keys;
+            let domains = tables.iter().map(|t| t.domain_of.get(slot).copied().unwrap_or(NONE));
+            t.keys[slot] = domains
+                .enumerate()
+                .fold(0, |keys, (i, d)| if d == NONE { keys } else { keys | (1 << i) });
             let all_keys = t.has_all_keys(slot);
             let affinity_ok = affinity.as_ref().is_none_or(|a| a.matches(&node.info));
             let taints_ok = !honor_taints || tolerated(&node.info, &tolerations);
             for (i, c) in cs.iter().enumerate() {
-                let value = match labels.get(&c.topology_key) {
-                    Some(v) => v,
-                    None if how.missing_as_empty => "",
-                    None => continue,
+                let table = &tables[i];
+                let d = match table.domain_of.get(slot).copied().unwrap_or(NONE) {
+                    NONE if how.missing_as_empty => table.empty.unwrap_or(table.values as u32),
+                    NONE => continue,
+                    d => d,
                 };
-                let next = names[i].len() as u32;
-                let d = *names[i].entry(value).or_insert(next);
-                if d == next {
-                    t.counts[i].push(0);
-                    t.eligible[i].push(false);
-                }
                 t.domain_of[slot * k + i] = d;
                 let counted = (all_keys || !how.require_all_keys)
                     && (c.node_affinity_policy == Policy::Ignore || affinity_ok)
@@ -308,6 +364,23 @@ impl PodTopologySpread {
             }
         }
         t
+    }
+
+    /// The domains of `key`, built again only after a node changed.
+    fn key_table(&self, cluster: &Cluster, key: &str) -> Arc<KeyTable> {
+        let mut tables = self.key_tables.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(table) = tables.get(key)
+            && table.epoch == cluster.epoch
+        {
+            return table.clone();
+        }
+        if tables.len() >= 64 {
+            // Keys come from pod specs: keep the cache bounded.
+            tables.clear();
+        }
+        let table = Arc::new(KeyTable::build(cluster, key));
+        tables.insert(key.to_string(), table.clone());
+        table
     }
 
     fn filter_state(&self, pod: &PodInfo) -> Result<Option<FilterState>, Rejection> {
@@ -571,7 +644,12 @@ impl ClusterEventHandler for PodTopologySpread {
         let mut cluster = self.cluster.write().unwrap_or_else(PoisonError::into_inner);
         match *event {
             ClusterEvent::NodeAdded(node) | ClusterEvent::NodeUpdated(node) => {
-                cluster.node_mut(node).info = node.clone();
+                let state = cluster.node_mut(node);
+                let relabelled = state.info.view().labels() != node.view().labels();
+                state.info = node.clone();
+                if relabelled {
+                    cluster.epoch += 1;
+                }
             }
             ClusterEvent::NodeRemoved { id, .. } => {
                 let keys: Vec<Box<str>> = cluster
@@ -586,6 +664,7 @@ impl ClusterEventHandler for PodTopologySpread {
                 if let Some(slot) = cluster.nodes.get_mut(id.index()) {
                     *slot = None;
                 }
+                cluster.epoch += 1;
             }
             ClusterEvent::PodAdded { pod, node, .. } => cluster.add_pod(pod, node),
             ClusterEvent::PodRemoved { pod, node } => cluster.remove_pod(pod.key(), node.index()),
@@ -948,6 +1027,22 @@ mod tests {
         let cluster = w.plugin.read();
         let live: u32 = cluster.groups.iter().flatten().map(|g| g.refs).sum();
         assert_eq!(live, 1, "only node-x's bar pod is left");
+    }
+
+    #[test]
+    fn relabelled_nodes_move_between_domains() {
+        let mut w = World::new(None);
+        w.zoned(&FOUR).pods("node-a", 1, "foo: ''", "default");
+        let p = pod(&spread(&[(1, "zone", "DoNotSchedule", "")]), "foo: ''");
+        assert_eq!(w.filter(&p).unwrap(), ["skew", "skew", "ok", "ok"]);
+        // node-a moves to zone2 (the key tables are rebuilt): zone1 is
+        // now the empty one.
+        let node = node_from_yaml("metadata: {name: node-a, labels: {zone: zone2, node: node-a}}");
+        let view = kolo_core::node::NodeView::from_node(&node).unwrap();
+        let moved = NodeInfo::new(w.nodes[0].id(), Arc::new(node), view);
+        w.plugin.on_event(&ClusterEvent::NodeUpdated(&moved));
+        w.nodes[0] = moved;
+        assert_eq!(w.filter(&p).unwrap(), ["skew", "ok", "skew", "skew"]);
     }
 
     #[test]
