@@ -167,6 +167,40 @@ fn replica_set_pods_get_the_default_constraints() {
     assert_eq!(by_pod["ns/loose"], Some("n1"), "{reports:?}");
 }
 
+#[test]
+fn list_defaults_come_from_plugin_config_and_errors_name_the_field() {
+    let config = |args: &str| {
+        format!(
+            "profiles:\n- schedulerName: kolo-scheduler\n  pluginConfig:\n  - name: PodTopologySpread\n    args: {args}\n"
+        )
+    };
+    let hard = config(
+        "{defaultingType: List, defaultConstraints: [{maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule}]}",
+    );
+    let config_of = |yaml: &str| SchedulerConfig::from_yaml(yaml).unwrap();
+    let binder = Arc::new(InMemoryBinder::new());
+    let mut s = Scheduler::new(&config_of(&hard), &registry(), DEFAULT_PLUGINS, binder).unwrap();
+    s.apply_node(node("a1", Some("a"), "8"), t()).unwrap();
+    s.apply_node(node("b1", Some("b"), "8"), t()).unwrap();
+    // Least-allocated alone would put every replica on a1.
+    s.apply_pod(pod("big", "other", "4", "", "", Some("b1")), t()).unwrap();
+    let owned = ", ownerReferences: [{apiVersion: apps/v1, kind: StatefulSet, name: db, uid: ss}]";
+    for i in 0..4 {
+        s.apply_pod(pod(&format!("db{i}"), "db", "100m", "", owned, None), t()).unwrap();
+    }
+    let reports = s.run_until_idle(t());
+    let mut nodes: Vec<_> = reports.iter().filter_map(|r| node_of(&r.outcome)).collect();
+    nodes.sort();
+    assert_eq!(nodes, ["a1", "a1", "b1", "b1"], "{reports:?}");
+
+    let bad = config(
+        "{defaultingType: List, defaultConstraints: [{maxSkew: 0, topologyKey: zone, whenUnsatisfiable: DoNotSchedule}]}",
+    );
+    let binder = Arc::new(InMemoryBinder::new());
+    let err = Scheduler::new(&config_of(&bad), &registry(), DEFAULT_PLUGINS, binder).err().unwrap();
+    assert!(err.to_string().contains("defaultConstraints[0].maxSkew"), "{err}");
+}
+
 /// A cluster change or step of a random history.
 #[derive(Debug, Clone)]
 enum Op {

@@ -530,6 +530,14 @@ impl Plugin for PodTopologySpread {
             | EventKinds::NODE_UPDATE
             | EventKinds::NODE_DELETE
     }
+    fn supports_equivalence(&self) -> bool {
+        // A node's verdict and score read the pods of every node.
+        false
+    }
+    fn node_updates_are_local(&self) -> bool {
+        // A node relabelled moves between domains: every node's counts.
+        false
+    }
     fn trivially_passes(&self, pod: &PodInfo) -> bool {
         // No constraint (own or default): Filter passes everywhere and
         // PreScore skips. A constraint that fails to compile does not.
