@@ -447,15 +447,11 @@ fn check(s: &FilterState, node: &NodeInfo) -> Verdict {
             continue;
         }
         let count = s.tally.counts[i][d as usize];
+        // No per-node detail: a full domain rejects thousands of nodes per
+        // cycle, and formatting each one's numbers would cost more than the
+        // check.
         if !within_skew(count, s.self_match[i], s.mins[i], c.max_skew) {
-            return Err(Rejection::unschedulable(REASON).with_detail(format!(
-                "{}: {} matching pods in {}, global minimum {}, maxSkew {}",
-                c.topology_key,
-                count,
-                node.view().labels().get(&c.topology_key).unwrap_or(""),
-                s.mins[i],
-                c.max_skew
-            )));
+            return Err(Rejection::unschedulable(REASON));
         }
     }
     Ok(())
