@@ -10,6 +10,9 @@
 //! Two more shapes follow scheduler_perf's SchedulingPodAntiAffinity and
 //! SchedulingPodAffinity (5,000 nodes, every pod with required inter-pod
 //! anti-affinity by hostname / affinity by zone).
+//! And scheduler_perf's TopologySpreading (5,000 nodes in 3 zones, 5,000
+//! pods running, 2,000 pods with a zone spread constraint, every node
+//! scored).
 //!
 //! Run: `cargo bench -p kolo-scheduler --bench scheduling`
 //!
@@ -28,9 +31,10 @@ use std::time::{Duration, Instant};
 use criterion::{BatchSize, Criterion};
 use k8s_openapi::api::core::v1::{
     Container, Node, NodeSpec, NodeStatus, Pod, PodSpec, ResourceRequirements,
+    TopologySpreadConstraint,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, Time};
 use kolo_api::crd::NodeMetric;
 use kolo_core::clock::Timestamp;
 use kolo_scheduler::binder::InMemoryBinder;
@@ -49,6 +53,9 @@ struct Shape {
     equivalence_cache: bool,
     /// Inter-pod affinity terms on every pod, running and pending.
     terms: Terms,
+    /// The pending pods carry scheduler_perf's TopologySpreading constraint
+    /// (`color: blue`, zone, maxSkew 5, DoNotSchedule).
+    spreading: bool,
 }
 
 /// The inter-pod affinity terms of a shape's pods.
@@ -77,6 +84,7 @@ const fn shape(
         percentage,
         equivalence_cache,
         terms: Terms::None,
+        spreading: false,
     }
 }
 
@@ -98,12 +106,24 @@ const AFFINITY_SHAPES: [Shape; 2] = [
     },
 ];
 
-const SHAPES: [Shape; 5] = [
+const SHAPES: [Shape; 6] = [
     shape("5000_nodes_10000_pods_score_100pct", 5000, 100, true),
     shape("5000_nodes_10000_pods_score_100pct_no_equivalence_cache", 5000, 100, false),
     shape("5000_nodes_10000_pods_adaptive", 5000, 0, true),
     shape("15000_nodes_30000_pods_score_100pct", 15_000, 100, true),
     shape("15000_nodes_30000_pods_score_100pct_no_equivalence_cache", 15_000, 100, false),
+    // scheduler_perf's TopologySpreading/5000Nodes: 5,000 nodes in 3 zones,
+    // 5,000 plain pods running, 2,000 spread pods measured.
+    Shape {
+        name: "topology_spreading_5000_nodes_2000_pods",
+        nodes: 5000,
+        initial_pods: 5000,
+        pods: 2000,
+        percentage: 100,
+        equivalence_cache: true,
+        terms: Terms::None,
+        spreading: true,
+    },
 ];
 
 fn now() -> Timestamp {
@@ -152,6 +172,25 @@ fn node_metric(i: usize) -> NodeMetric {
         }
     });
     serde_json::from_value(value).unwrap()
+}
+
+/// scheduler_perf's `pod-with-topology-spreading.yaml`: labelled
+/// `color: blue`, at most 5 more of them in one zone than in another.
+fn spreading_pod(i: usize) -> Pod {
+    let mut pod = pod("spreading", i, None);
+    pod.metadata.labels = Some(BTreeMap::from([("color".to_string(), "blue".to_string())]));
+    let selector = LabelSelector {
+        match_labels: Some(BTreeMap::from([("color".to_string(), "blue".to_string())])),
+        match_expressions: None,
+    };
+    pod.spec.as_mut().unwrap().topology_spread_constraints = Some(vec![TopologySpreadConstraint {
+        max_skew: 5,
+        topology_key: "topology.kubernetes.io/zone".into(),
+        when_unsatisfiable: "DoNotSchedule".into(),
+        label_selector: Some(selector),
+        ..Default::default()
+    }]);
+    pod
 }
 
 /// A Deployment-style pod of 100m / 500Mi (Burstable: QoS LS, koord-prod).
@@ -223,7 +262,8 @@ fn setup(shape: Shape) -> Scheduler {
         s.apply_pod(with_terms(running, shape.terms), now()).unwrap();
     }
     for i in 0..shape.pods {
-        s.apply_pod(with_terms(pod("pending", i, None), shape.terms), now()).unwrap();
+        let pending = if shape.spreading { spreading_pod(i) } else { pod("pending", i, None) };
+        s.apply_pod(with_terms(pending, shape.terms), now()).unwrap();
     }
     s
 }

@@ -110,9 +110,9 @@ pub struct Profile {
     /// cache: the cache serves a pod only when each of them
     /// [trivially passes](Plugin::trivially_passes) it.
     pub(crate) no_equivalence: Vec<Arc<dyn Plugin>>,
-    /// Every Filter and Score plugin says a node update changes its results
-    /// for that node only: the equivalence cache then keeps the other
-    /// nodes' results.
+    /// Every Filter and Score plugin that supports the equivalence cache
+    /// says a node update changes its results for that node only: the
+    /// equivalence cache then keeps the other nodes' results.
     pub(crate) local_node_updates: bool,
     /// The Filter and Score plugins (each once), for `valid_until`.
     pub(crate) filter_and_score: Vec<Arc<dyn Plugin>>,
@@ -177,7 +177,13 @@ impl Profile {
                 .filter(|p| !p.supports_equivalence())
                 .cloned()
                 .collect(),
-            local_node_updates: filter_and_score.iter().all(|p| p.node_updates_are_local()),
+            // A plugin without equivalence support has its results cached
+            // only for pods it trivially passes, results no node update
+            // changes: only the others decide.
+            local_node_updates: filter_and_score
+                .iter()
+                .filter(|p| p.supports_equivalence())
+                .all(|p| p.node_updates_are_local()),
             filter_and_score,
             queue_sort,
             pre_filter: without_weights(pre_filter),
@@ -396,7 +402,8 @@ mod tests {
                 "InterPodAffinity",
                 "NodeResourcesFit",
                 "LoadAwareScheduling",
-                "NodeNUMAResource"
+                "NodeNUMAResource",
+                "PodTopologySpread"
             ]
         );
         let scores: Vec<_> = profile.score_plugins().collect();
@@ -408,28 +415,29 @@ mod tests {
                 ("InterPodAffinity", 2),
                 ("NodeResourcesFit", 1),
                 ("LoadAwareScheduling", 1),
-                ("NodeNUMAResource", 1)
+                ("NodeNUMAResource", 1),
+                ("PodTopologySpread", 2)
             ]
         );
         let names = |list: &[Enabled<dyn Reserve>]| -> Vec<&str> {
             list.iter().map(|e| profile.plugin_name(e.index)).collect()
         };
         assert_eq!(names(&profile.reserve), ["NodeNUMAResource"]);
-        // Every in-tree Filter plugin but InterPodAffinity (its verdicts
-        // read other nodes' pods) gives queueing hints; QueueSort and Bind
-        // plugins give none.
+        // Every in-tree Filter plugin but InterPodAffinity and
+        // PodTopologySpread (their verdicts read other nodes' pods) gives
+        // queueing hints; QueueSort and Bind plugins give none.
         let hinting: Vec<&str> = (0..profile.plugins.len())
             .filter(|&i| profile.hints[i].is_some())
             .map(|i| profile.plugin_name(i))
             .collect();
-        assert_eq!(hinting.len(), filters.len() - 1, "{hinting:?}");
+        assert_eq!(hinting.len(), filters.len() - 2, "{hinting:?}");
         assert!(!hinting.contains(&"InterPodAffinity"));
-        // InterPodAffinity alone opts out of the equivalence cache (it
-        // serves pods InterPodAffinity trivially passes) and of local node
-        // updates.
-        let no_equivalence: Vec<_> = profile.no_equivalence.iter().map(|p| p.name()).collect();
-        assert_eq!(no_equivalence, ["InterPodAffinity"]);
-        assert!(!profile.local_node_updates);
+        // The two opt out of the equivalence cache (it serves the pods they
+        // trivially pass); their results are cached only for those pods,
+        // which no node update changes: node updates stay local.
+        let no_equivalence: Vec<&str> = profile.no_equivalence.iter().map(|p| p.name()).collect();
+        assert_eq!(no_equivalence, ["InterPodAffinity", "PodTopologySpread"]);
+        assert!(profile.local_node_updates);
     }
 
     #[test]

@@ -8,6 +8,7 @@ pub mod node_affinity;
 pub mod node_numa_resource;
 pub mod node_resources_fit;
 pub mod node_unschedulable;
+pub mod pod_topology_spread;
 pub mod priority_sort;
 pub mod taint_toleration;
 pub mod tolerations;
@@ -30,6 +31,7 @@ pub fn registry() -> Registry {
             node_numa_resource::plugin::NAME,
             node_numa_resource::plugin::NodeNUMAResource::build,
         )
+        .register(pod_topology_spread::NAME, pod_topology_spread::PodTopologySpread::build)
         .register(default_binder::NAME, default_binder::DefaultBinder::build);
     registry
 }
@@ -45,5 +47,6 @@ pub const DEFAULT_PLUGINS: &[DefaultPlugin] = &[
     DefaultPlugin { name: node_resources_fit::NAME, weight: 1 },
     DefaultPlugin { name: load_aware::plugin::NAME, weight: 1 },
     DefaultPlugin { name: node_numa_resource::plugin::NAME, weight: 1 },
+    DefaultPlugin { name: pod_topology_spread::NAME, weight: 2 },
     DefaultPlugin { name: default_binder::NAME, weight: 1 },
 ];

@@ -44,9 +44,10 @@ struct Term {
     fields: Vec<Requirement>,
 }
 
-/// What the pod requires, compiled once per cycle.
+/// What the pod requires, compiled once per cycle (PodTopologySpread's
+/// node inclusion policy reads it too).
 #[derive(Debug, Clone, PartialEq, Default)]
-struct Required {
+pub(crate) struct Required {
     selector: Vec<(String, String)>,
     /// `None`: no required affinity. `Some([])` matches no node.
     terms: Option<Vec<Term>>,
@@ -112,7 +113,8 @@ fn compile_term(t: &NodeSelectorTerm) -> Term {
     Term { labels: compile(&t.match_expressions), fields: compile(&t.match_fields) }
 }
 
-fn required(pod: &Pod) -> Required {
+/// The pod's `nodeSelector` and required node affinity, compiled.
+pub(crate) fn required(pod: &Pod) -> Required {
     let spec = pod.spec.as_ref();
     let selector = spec
         .and_then(|s| s.node_selector.as_ref())
@@ -173,7 +175,9 @@ impl Term {
 }
 
 impl Required {
-    fn matches(&self, node: &NodeInfo) -> bool {
+    /// Whether the node passes the pod's `nodeSelector` and required node
+    /// affinity.
+    pub(crate) fn matches(&self, node: &NodeInfo) -> bool {
         let labels = node.view().labels();
         self.selector.iter().all(|(k, v)| labels.get(k) == Some(v.as_str()))
             && self.terms.as_ref().is_none_or(|terms| terms.iter().any(|t| t.matches(node)))
