@@ -391,8 +391,10 @@ mod tests {
             filters,
             [
                 "NodeUnschedulable",
+                "NodeName",
                 "NodeAffinity",
                 "TaintToleration",
+                "NodePorts",
                 "NodeResourcesFit",
                 "LoadAwareScheduling",
                 "NodeNUMAResource"
@@ -406,7 +408,9 @@ mod tests {
                 ("TaintToleration", 3),
                 ("NodeResourcesFit", 1),
                 ("LoadAwareScheduling", 1),
-                ("NodeNUMAResource", 1)
+                ("NodeNUMAResource", 1),
+                ("NodeResourcesBalancedAllocation", 1),
+                ("ImageLocality", 1)
             ]
         );
         let names = |list: &[Enabled<dyn Reserve>]| -> Vec<&str> {
@@ -420,7 +424,9 @@ mod tests {
             .map(|i| profile.plugin_name(i))
             .collect();
         assert_eq!(hinting.len(), filters.len(), "{hinting:?}");
-        assert!(profile.no_equivalence.is_empty() && profile.local_node_updates);
+        assert!(profile.no_equivalence.is_empty());
+        // ImageLocality's spread reads every node's images.
+        assert!(!profile.local_node_updates);
     }
 
     #[test]
