@@ -22,6 +22,11 @@
 //! Before criterion's throughput figures, a timed pass per shape prints
 //! pods/s and the p50 / p99 / max per-pod cycle latency (criterion reports
 //! means, not tails). `KOLO_BENCH_SHAPES=name,name` limits the shapes.
+//!
+//! The `_images_host_ports` shape gives every node ten images in
+//! `status.images` (each on a third to a tenth of the nodes), every pod one
+//! of four images, and every tenth pod a host port (one of 50): the work
+//! ImageLocality and NodePorts do for real pods.
 
 use std::collections::BTreeMap;
 use std::hint::black_box;
@@ -30,8 +35,8 @@ use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, Criterion};
 use k8s_openapi::api::core::v1::{
-    Container, Node, NodeSpec, NodeStatus, Pod, PodSpec, ResourceRequirements,
-    TopologySpreadConstraint,
+    Container, ContainerImage, ContainerPort, Node, NodeSpec, NodeStatus, Pod, PodSpec,
+    ResourceRequirements, TopologySpreadConstraint,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, Time};
@@ -56,6 +61,8 @@ struct Shape {
     /// The pending pods carry scheduler_perf's TopologySpreading constraint
     /// (`color: blue`, zone, maxSkew 5, DoNotSchedule).
     spreading: bool,
+    /// Node images, pod images and host ports.
+    images_host_ports: bool,
 }
 
 /// The inter-pod affinity terms of a shape's pods.
@@ -85,6 +92,7 @@ const fn shape(
         equivalence_cache,
         terms: Terms::None,
         spreading: false,
+        images_host_ports: false,
     }
 }
 
@@ -106,7 +114,11 @@ const AFFINITY_SHAPES: [Shape; 2] = [
     },
 ];
 
-const SHAPES: [Shape; 6] = [
+const SHAPES: [Shape; 7] = [
+    Shape {
+        images_host_ports: true,
+        ..shape("5000_nodes_10000_pods_score_100pct_images_host_ports", 5000, 100, true)
+    },
     shape("5000_nodes_10000_pods_score_100pct", 5000, 100, true),
     shape("5000_nodes_10000_pods_score_100pct_no_equivalence_cache", 5000, 100, false),
     shape("5000_nodes_10000_pods_adaptive", 5000, 0, true),
@@ -123,6 +135,7 @@ const SHAPES: [Shape; 6] = [
         equivalence_cache: true,
         terms: Terms::None,
         spreading: true,
+        images_host_ports: false,
     },
 ];
 
@@ -134,7 +147,18 @@ fn quantities(pairs: &[(&str, String)]) -> BTreeMap<String, Quantity> {
     pairs.iter().map(|(k, v)| (k.to_string(), Quantity(v.clone()))).collect()
 }
 
-fn node(i: usize) -> Node {
+/// Ten images, image `k` on every `(k + 3)`-th node, 100 MB × (k + 1).
+fn node_images(i: usize) -> Vec<ContainerImage> {
+    (0..10)
+        .filter(|k| i.is_multiple_of(k + 3))
+        .map(|k| ContainerImage {
+            names: Some(vec![format!("registry.example/app-{k}:v1")]),
+            size_bytes: Some(100 * 1024 * 1024 * (k as i64 + 1)),
+        })
+        .collect()
+}
+
+fn node(i: usize, images: bool) -> Node {
     let resources =
         quantities(&[("cpu", "4".into()), ("memory", "32Gi".into()), ("pods", "110".into())]);
     Node {
@@ -150,6 +174,7 @@ fn node(i: usize) -> Node {
         status: Some(NodeStatus {
             allocatable: Some(resources.clone()),
             capacity: Some(resources),
+            images: images.then(|| node_images(i)),
             ..Default::default()
         }),
     }
@@ -177,7 +202,7 @@ fn node_metric(i: usize) -> NodeMetric {
 /// scheduler_perf's `pod-with-topology-spreading.yaml`: labelled
 /// `color: blue`, at most 5 more of them in one zone than in another.
 fn spreading_pod(i: usize) -> Pod {
-    let mut pod = pod("spreading", i, None);
+    let mut pod = pod("spreading", i, None, false);
     pod.metadata.labels = Some(BTreeMap::from([("color".to_string(), "blue".to_string())]));
     let selector = LabelSelector {
         match_labels: Some(BTreeMap::from([("color".to_string(), "blue".to_string())])),
@@ -194,7 +219,7 @@ fn spreading_pod(i: usize) -> Pod {
 }
 
 /// A Deployment-style pod of 100m / 500Mi (Burstable: QoS LS, koord-prod).
-fn pod(prefix: &str, i: usize, node: Option<String>) -> Pod {
+fn pod(prefix: &str, i: usize, node: Option<String>, images_host_ports: bool) -> Pod {
     let requests = quantities(&[("cpu", "100m".into()), ("memory", "500Mi".into())]);
     Pod {
         metadata: ObjectMeta {
@@ -209,6 +234,14 @@ fn pod(prefix: &str, i: usize, node: Option<String>) -> Pod {
             node_name: node,
             containers: vec![Container {
                 name: "c".into(),
+                image: images_host_ports.then(|| format!("registry.example/app-{}:v1", i % 4)),
+                ports: (images_host_ports && i.is_multiple_of(10)).then(|| {
+                    vec![ContainerPort {
+                        container_port: 8080,
+                        host_port: Some(30_000 + (i / 10 % 50) as i32),
+                        ..Default::default()
+                    }]
+                }),
                 resources: Some(ResourceRequirements {
                     requests: Some(requests),
                     ..Default::default()
@@ -254,15 +287,19 @@ fn setup(shape: Shape) -> Scheduler {
         Scheduler::new(&config, &registry(), DEFAULT_PLUGINS, Arc::new(InMemoryBinder::new()))
             .unwrap();
     for i in 0..shape.nodes {
-        s.apply_node(node(i), now()).unwrap();
+        s.apply_node(node(i, shape.images_host_ports), now()).unwrap();
         s.apply_node_metric(node_metric(i), now());
     }
     for i in 0..shape.initial_pods {
-        let running = pod("running", i, Some(format!("node-{}", i % shape.nodes)));
+        let running = pod("running", i, Some(format!("node-{}", i % shape.nodes)), shape.images_host_ports);
         s.apply_pod(with_terms(running, shape.terms), now()).unwrap();
     }
     for i in 0..shape.pods {
-        let pending = if shape.spreading { spreading_pod(i) } else { pod("pending", i, None) };
+        let pending = if shape.spreading {
+            spreading_pod(i)
+        } else {
+            pod("pending", i, None, shape.images_host_ports)
+        };
         s.apply_pod(with_terms(pending, shape.terms), now()).unwrap();
     }
     s

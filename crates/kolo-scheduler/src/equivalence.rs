@@ -212,9 +212,11 @@ impl std::io::Write for HashWriter<'_> {
 /// The pod signature: a hash of what any in-tree plugin reads of a pod —
 /// requests and limits (and the spreading stand-ins), QoS and priority,
 /// labels and annotations, owner kinds, and the spec's tolerations, node
-/// selector, affinity, overhead and topology spread constraints — plus the
-/// profile. Names, UIDs and container images are left out, so replicas of
-/// a workload share a signature.
+/// selector, affinity, overhead, topology spread constraints, `nodeName`
+/// (NodeName), container ports and `hostNetwork` (NodePorts) and the
+/// images of init containers and containers (ImageLocality) — plus the
+/// profile. Names and UIDs are left out, so replicas of a workload share a
+/// signature.
 pub(crate) fn pod_signature(profile: usize, pod: &PodInfo) -> u64 {
     // SipHash with fixed keys: the same pod hashes the same in every run.
     let mut h = DefaultHasher::new();
@@ -242,6 +244,16 @@ pub(crate) fn pod_signature(profile: usize, pod: &PodInfo) -> u64 {
         let _ = serde_json::to_writer(&mut w, &spec.affinity);
         let _ = serde_json::to_writer(&mut w, &spec.overhead);
         let _ = serde_json::to_writer(&mut w, &spec.topology_spread_constraints);
+        spec.node_name.hash(&mut h);
+        spec.host_network.hash(&mut h);
+        for c in spec.init_containers.iter().flatten().chain(&spec.containers) {
+            c.image.hash(&mut h);
+            for port in c.ports.iter().flatten() {
+                (port.container_port, port.host_port, &port.host_ip, &port.protocol).hash(&mut h);
+            }
+        }
+        // Where init containers end and containers begin.
+        spec.containers.len().hash(&mut h);
     }
     h.finish()
 }
@@ -258,7 +270,7 @@ mod tests {
     #[test]
     fn replicas_share_a_signature_and_differences_show() {
         let base = "metadata: {name: a, uid: '1', labels: {app: web}}\nspec: {containers: [{name: c, image: x, resources: {requests: {cpu: '1'}}}]}";
-        let replica = "metadata: {name: b, uid: '2', labels: {app: web}}\nspec: {containers: [{name: c, image: y, resources: {requests: {cpu: '1'}}}]}";
+        let replica = "metadata: {name: b, uid: '2', labels: {app: web}}\nspec: {containers: [{name: c, image: x, resources: {requests: {cpu: '1'}}}]}";
         assert_eq!(sig(base), sig(replica));
         let different = [
             "metadata: {name: a, labels: {app: web}}\nspec: {containers: [{name: c, resources: {requests: {cpu: '2'}}}]}",
@@ -269,6 +281,11 @@ mod tests {
             "metadata: {name: a, labels: {app: web}, ownerReferences: [{apiVersion: apps/v1, kind: DaemonSet, name: d, uid: u}]}\nspec: {containers: [{name: c, resources: {requests: {cpu: '1'}}}]}",
             // Same total, split differently: the spreading stand-ins differ.
             "metadata: {name: a, labels: {app: web}}\nspec: {containers: [{name: c, resources: {requests: {cpu: '1'}}}, {name: d}]}",
+            // What ImageLocality, NodePorts and NodeName read.
+            "metadata: {name: a, uid: '1', labels: {app: web}}\nspec: {containers: [{name: c, image: y, resources: {requests: {cpu: '1'}}}]}",
+            "metadata: {name: a, uid: '1', labels: {app: web}}\nspec: {containers: [{name: c, image: x, ports: [{containerPort: 80, hostPort: 80}], resources: {requests: {cpu: '1'}}}]}",
+            "metadata: {name: a, uid: '1', labels: {app: web}}\nspec: {hostNetwork: true, containers: [{name: c, image: x, resources: {requests: {cpu: '1'}}}]}",
+            "metadata: {name: a, uid: '1', labels: {app: web}}\nspec: {nodeName: n, containers: [{name: c, image: x, resources: {requests: {cpu: '1'}}}]}",
         ];
         for other in different {
             assert_ne!(sig(base), sig(other), "{other}");

@@ -214,6 +214,13 @@ impl Profile {
         self.no_equivalence.iter().all(|p| p.trivially_passes(pod))
     }
 
+    /// The sum of the Filter and Score plugins' cross-node epochs
+    /// ([`Plugin::cross_node_epoch`]): each only grows, so the sum moves
+    /// whenever any of them does.
+    pub(crate) fn cross_node_epoch(&self) -> u64 {
+        self.filter_and_score.iter().fold(0u64, |sum, p| sum.wrapping_add(p.cross_node_epoch()))
+    }
+
     /// The scheduler name pods select this profile with.
     pub fn scheduler_name(&self) -> &str {
         &self.scheduler_name
@@ -397,8 +404,10 @@ mod tests {
             filters,
             [
                 "NodeUnschedulable",
+                "NodeName",
                 "NodeAffinity",
                 "TaintToleration",
+                "NodePorts",
                 "InterPodAffinity",
                 "NodeResourcesFit",
                 "LoadAwareScheduling",
@@ -416,7 +425,9 @@ mod tests {
                 ("NodeResourcesFit", 1),
                 ("LoadAwareScheduling", 1),
                 ("NodeNUMAResource", 1),
-                ("PodTopologySpread", 2)
+                ("PodTopologySpread", 2),
+                ("NodeResourcesBalancedAllocation", 1),
+                ("ImageLocality", 1)
             ]
         );
         let names = |list: &[Enabled<dyn Reserve>]| -> Vec<&str> {

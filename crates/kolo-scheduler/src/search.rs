@@ -253,9 +253,11 @@ impl<'a> Search<'a> {
         let n = self.nodes.len();
         results.resize(n, self.columns);
         // Node updates leave other nodes' results good when the plugins
-        // say so; the node set changing never does.
+        // say so; the node set changing never does, nor does a change of
+        // the facts a plugin reads across nodes.
         let epoch =
             if self.profile.local_node_updates { cache.node_set_epoch() } else { cache.epoch() };
+        let epoch = epoch.wrapping_add(self.profile.cross_node_epoch());
         let now = self.ctx.now;
         let stale = freshness.as_ref().and_then(|f| f.stale(epoch, cache.generations(), now));
         let renewed = |i: usize| valid_until(self.profile, &self.nodes[i], now);

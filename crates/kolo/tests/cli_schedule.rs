@@ -63,11 +63,11 @@ const NO_BATCH_CPU: &str = "0/4 nodes are available: 3 Insufficient batch-cpu, 1
 /// (pod, node, total, message)
 type Expected = (&'static str, Option<&'static str>, Option<i64>, Option<&'static str>);
 const EXPECTED: &[Expected] = &[
-    ("shop/web-1", Some("node-a"), Some(546), None),
-    ("shop/web-2", Some("node-a"), Some(531), None),
-    ("ml/trainer-0", Some("node-c"), Some(524), None),
+    ("shop/web-1", Some("node-a"), Some(641), None),
+    ("shop/web-2", Some("node-a"), Some(624), None),
+    ("ml/trainer-0", Some("node-c"), Some(624), None),
     ("ml/huge", None, None, Some(NO_CPU)),
-    ("analytics/spark-exec-2", Some("node-a"), Some(468), None),
+    ("analytics/spark-exec-2", Some("node-a"), Some(543), None),
     ("analytics/spark-exec-3", None, None, Some(NO_BATCH_CPU)),
 ];
 
@@ -98,7 +98,7 @@ fn json_output_of_the_example() {
     }
     assert_eq!(
         pod(&report, "shop/web-1")["scores"],
-        json!({"LoadAwareScheduling": 76, "NodeNUMAResource": 85, "NodeResourcesFit": 85, "TaintToleration": 100})
+        json!({"LoadAwareScheduling": 76, "NodeNUMAResource": 85, "NodeResourcesBalancedAllocation": 95, "NodeResourcesFit": 85, "TaintToleration": 100})
     );
     assert_eq!(
         report["summary"],
@@ -117,11 +117,11 @@ fn table_output_of_the_example() {
     assert_eq!(lines[1], "Skipped 1 pending pod(s) of other schedulers (--all schedules them too)");
     let rows = [
         "POD                     NODE    SCORE  DETAILS",
-        "shop/web-1              node-a    546  LoadAwareScheduling=76 NodeNUMAResource=85 NodeResourcesFit=85 TaintToleration=100",
-        "shop/web-2              node-a    531  LoadAwareScheduling=70 NodeNUMAResource=81 NodeResourcesFit=80 TaintToleration=100",
-        "ml/trainer-0            node-c    524  LoadAwareScheduling=74 NodeNUMAResource=75 NodeResourcesFit=75 TaintToleration=100",
+        "shop/web-1              node-a    641  LoadAwareScheduling=76 NodeNUMAResource=85 NodeResourcesBalancedAllocation=95 NodeResourcesFit=85 TaintToleration=100",
+        "shop/web-2              node-a    624  LoadAwareScheduling=70 NodeNUMAResource=81 NodeResourcesBalancedAllocation=93 NodeResourcesFit=80 TaintToleration=100",
+        "ml/trainer-0            node-c    624  LoadAwareScheduling=74 NodeNUMAResource=75 NodeResourcesBalancedAllocation=100 NodeResourcesFit=75 TaintToleration=100",
         &format!("ml/huge                 <none>      -  {NO_CPU}"),
-        "analytics/spark-exec-2  node-a    468  LoadAwareScheduling=62 NodeNUMAResource=81 NodeResourcesFit=25 TaintToleration=100",
+        "analytics/spark-exec-2  node-a    543  LoadAwareScheduling=62 NodeNUMAResource=81 NodeResourcesBalancedAllocation=75 NodeResourcesFit=25 TaintToleration=100",
         &format!("analytics/spark-exec-3  <none>      -  {NO_BATCH_CPU}"),
     ];
     assert_eq!(lines[3..3 + rows.len()], rows, "{out}");
@@ -149,11 +149,11 @@ fn explain_top_two() {
             .collect()
     };
     let cases: &[(&str, &[(&str, i64)])] = &[
-        ("shop/web-1", &[("node-a", 546), ("node-b", 420)]),
-        ("shop/web-2", &[("node-a", 531), ("node-b", 420)]),
-        ("ml/trainer-0", &[("node-c", 524), ("node-a", 461)]),
+        ("shop/web-1", &[("node-a", 641), ("node-b", 516)]),
+        ("shop/web-2", &[("node-a", 624), ("node-b", 516)]),
+        ("ml/trainer-0", &[("node-c", 624), ("node-a", 554)]),
         ("ml/huge", &[]),
-        ("analytics/spark-exec-2", &[("node-a", 468)]),
+        ("analytics/spark-exec-2", &[("node-a", 543)]),
         ("analytics/spark-exec-3", &[]),
     ];
     for (name, want) in cases {
@@ -164,15 +164,15 @@ fn explain_top_two() {
     assert_eq!(web1["nodes"][0]["scores"], web1["scores"], "the best node is the chosen one");
     assert_eq!(
         web1["nodes"][1]["scores"],
-        json!({"LoadAwareScheduling": 40, "NodeNUMAResource": 40, "NodeResourcesFit": 40, "TaintToleration": 100})
+        json!({"LoadAwareScheduling": 40, "NodeNUMAResource": 40, "NodeResourcesBalancedAllocation": 96, "NodeResourcesFit": 40, "TaintToleration": 100})
     );
 
     let out = text(&kolo(&["schedule", "--snapshot", EXAMPLE, "--explain", "2"], None));
     assert!(
         out.contains(
-            "shop/web-1              node-a    546  LoadAwareScheduling=76 NodeNUMAResource=85 NodeResourcesFit=85 TaintToleration=100\n\
-             \x20   node-a  total=546  LoadAwareScheduling=76 NodeNUMAResource=85 NodeResourcesFit=85 TaintToleration=100\n\
-             \x20   node-b  total=420  LoadAwareScheduling=40 NodeNUMAResource=40 NodeResourcesFit=40 TaintToleration=100\n\
+            "shop/web-1              node-a    641  LoadAwareScheduling=76 NodeNUMAResource=85 NodeResourcesBalancedAllocation=95 NodeResourcesFit=85 TaintToleration=100\n\
+             \x20   node-a  total=641  LoadAwareScheduling=76 NodeNUMAResource=85 NodeResourcesBalancedAllocation=95 NodeResourcesFit=85 TaintToleration=100\n\
+             \x20   node-b  total=516  LoadAwareScheduling=40 NodeNUMAResource=40 NodeResourcesBalancedAllocation=96 NodeResourcesFit=40 TaintToleration=100\n\
              shop/web-2"
         ),
         "{out}"

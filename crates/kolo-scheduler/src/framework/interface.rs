@@ -79,6 +79,17 @@ pub trait Plugin: Send + Sync {
         false
     }
 
+    /// For a plugin that supports the equivalence cache and whose results
+    /// for a node also read a few facts of *other* nodes' objects
+    /// (ImageLocality: how many nodes report an image): a counter that
+    /// moves whenever those facts change. The cache then treats a move as
+    /// a change of every node, and the plugin may still say its
+    /// [node updates are local](Self::node_updates_are_local). 0 (never
+    /// moves) by default.
+    fn cross_node_epoch(&self) -> u64 {
+        0
+    }
+
     /// Until when, by the passage of time alone, this plugin's results for
     /// `node` stay what they are at `now` (`None`: time does not change
     /// them). Load-aware scheduling, for one, rejects nodes whose

@@ -1,13 +1,18 @@
 //! The in-tree plugins, one module each, and the registry and default
 //! profile that enable them.
 
+pub mod balanced_allocation;
 pub mod default_binder;
+pub mod image_locality;
 pub mod inter_pod_affinity;
 pub mod load_aware;
 pub mod node_affinity;
+pub mod node_name;
 pub mod node_numa_resource;
+pub mod node_ports;
 pub mod node_resources_fit;
 pub mod node_unschedulable;
+pub mod placement_fields;
 pub mod pod_topology_spread;
 pub mod priority_sort;
 pub mod taint_toleration;
@@ -32,7 +37,12 @@ pub fn registry() -> Registry {
             node_numa_resource::plugin::NodeNUMAResource::build,
         )
         .register(pod_topology_spread::NAME, pod_topology_spread::PodTopologySpread::build)
-        .register(default_binder::NAME, default_binder::DefaultBinder::build);
+        .register(default_binder::NAME, default_binder::DefaultBinder::build)
+        .register(placement_fields::NAME, placement_fields::PlacementFieldGuard::build)
+        .register(node_name::NAME, node_name::NodeName::build)
+        .register(node_ports::NAME, node_ports::NodePorts::build)
+        .register(balanced_allocation::NAME, balanced_allocation::BalancedAllocation::build)
+        .register(image_locality::NAME, image_locality::ImageLocality::build);
     registry
 }
 
@@ -40,13 +50,18 @@ pub fn registry() -> Registry {
 /// order, with kube-scheduler's default score weights for its own plugins.
 pub const DEFAULT_PLUGINS: &[DefaultPlugin] = &[
     DefaultPlugin { name: priority_sort::NAME, weight: 1 },
+    DefaultPlugin { name: placement_fields::NAME, weight: 1 },
     DefaultPlugin { name: node_unschedulable::NAME, weight: 1 },
+    DefaultPlugin { name: node_name::NAME, weight: 1 },
     DefaultPlugin { name: node_affinity::NAME, weight: 2 },
     DefaultPlugin { name: taint_toleration::NAME, weight: 3 },
+    DefaultPlugin { name: node_ports::NAME, weight: 1 },
     DefaultPlugin { name: inter_pod_affinity::NAME, weight: 2 },
     DefaultPlugin { name: node_resources_fit::NAME, weight: 1 },
     DefaultPlugin { name: load_aware::plugin::NAME, weight: 1 },
     DefaultPlugin { name: node_numa_resource::plugin::NAME, weight: 1 },
     DefaultPlugin { name: pod_topology_spread::NAME, weight: 2 },
+    DefaultPlugin { name: balanced_allocation::NAME, weight: 1 },
+    DefaultPlugin { name: image_locality::NAME, weight: 1 },
     DefaultPlugin { name: default_binder::NAME, weight: 1 },
 ];
