@@ -2,6 +2,7 @@
 //! profile that enable them.
 
 pub mod default_binder;
+pub mod default_preemption;
 pub mod load_aware;
 pub mod node_affinity;
 pub mod node_numa_resource;
@@ -28,7 +29,11 @@ pub fn registry() -> Registry {
             node_numa_resource::plugin::NAME,
             node_numa_resource::plugin::NodeNUMAResource::build,
         )
-        .register(default_binder::NAME, default_binder::DefaultBinder::build);
+        .register(default_binder::NAME, default_binder::DefaultBinder::build)
+        .register(
+            default_preemption::plugin::NAME,
+            default_preemption::plugin::DefaultPreemption::build,
+        );
     registry
 }
 
@@ -42,5 +47,6 @@ pub const DEFAULT_PLUGINS: &[DefaultPlugin] = &[
     DefaultPlugin { name: node_resources_fit::NAME, weight: 1 },
     DefaultPlugin { name: load_aware::plugin::NAME, weight: 1 },
     DefaultPlugin { name: node_numa_resource::plugin::NAME, weight: 1 },
+    DefaultPlugin { name: default_preemption::plugin::NAME, weight: 1 },
     DefaultPlugin { name: default_binder::NAME, weight: 1 },
 ];
