@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::Duration;
 
@@ -24,6 +25,7 @@ use tokio::runtime::Handle;
 use super::binder::KubeBinder;
 use kolo_core::PodRef;
 
+use super::preempt::{Preemption, preempt};
 use super::report::Reports;
 use super::watch::spawn_watchers;
 use crate::error::KubeError;
@@ -99,6 +101,8 @@ impl SchedulerDriver {
             synced: [false; 3],
             uids: HashMap::new(),
             reported: HashMap::new(),
+            client: self.client.clone(),
+            v1beta1_only: Arc::new(AtomicBool::new(false)),
         };
         std::thread::Builder::new()
             .name("kolo-scheduling".into())
@@ -124,6 +128,10 @@ struct SchedulingThread {
     /// way again (after its own condition update requeued it) is not
     /// reported twice.
     reported: HashMap<String, String>,
+    /// For preemptions (evictions, nominations).
+    client: Client,
+    /// The server lacks `policy/v1` Eviction (found out on the first one).
+    v1beta1_only: Arc<AtomicBool>,
 }
 
 impl SchedulingThread {
@@ -205,6 +213,21 @@ impl SchedulingThread {
         }
     }
 
+    /// Carries out a preemption on the runtime (evictions, the nomination).
+    fn preempt(&self, pod: &str, node: String, victims: Vec<kolo_scheduler::report::Victim>) {
+        let uid = self.uids.get(pod).cloned().unwrap_or_default();
+        let preemption = Preemption { preemptor: PodRef::from_key(pod, &uid), node, victims };
+        tracing::info!(pod, node = %preemption.node, victims = preemption.victims.len(), "preempting");
+        let task = preempt(
+            self.client.clone(),
+            self.reports.clone(),
+            self.health.clone(),
+            self.v1beta1_only.clone(),
+            preemption,
+        );
+        self.runtime.spawn(task);
+    }
+
     fn handle(&mut self, report: CycleReport) {
         let (unschedulable, message) = match report.outcome {
             Outcome::Scheduled { node, total, .. } => {
@@ -216,7 +239,12 @@ impl SchedulingThread {
                 tracing::debug!(pod = %report.pod, %node, "waiting for permit");
                 return;
             }
-            Outcome::Unschedulable { message, .. } => (true, message),
+            Outcome::Unschedulable { message, nominated, victims, .. } => {
+                if let Some(node) = nominated {
+                    self.preempt(&report.pod, node, victims);
+                }
+                (true, message)
+            }
             Outcome::Failed { message } => (false, message),
         };
         if self.reported.get(&report.pod) == Some(&message) {

@@ -1,0 +1,94 @@
+//! Acting on a preemption the scheduler decided: evict the victims through
+//! the Eviction API (which honours PodDisruptionBudgets and graceful
+//! termination), record the nomination in the preemptor's
+//! `status.nominatedNodeName`, and say so in Events.
+//!
+//! The scheduler keeps the nomination itself and counts the preemptor on
+//! the node for pods of lower priority; the victims' deletions come back
+//! through the pod watch and retry the preemptor.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use k8s_openapi::api::core::v1::Pod;
+use kolo_core::PodRef;
+use kolo_scheduler::report::Victim;
+use kube::api::{Patch, PatchParams};
+use kube::{Api, Client};
+
+use super::report::Reports;
+use crate::agent::eviction::evict;
+use crate::error::KubeError;
+use crate::health::Health;
+
+/// One preemption to carry out.
+#[derive(Debug, Clone)]
+pub struct Preemption {
+    /// The pod that preempts.
+    pub preemptor: PodRef,
+    /// The node it is nominated to.
+    pub node: String,
+    /// The pods to evict there.
+    pub victims: Vec<Victim>,
+}
+
+/// The merge patch that sets a pod's `status.nominatedNodeName`.
+pub fn nomination_patch(node: &str) -> serde_json::Value {
+    serde_json::json!({"status": {"nominatedNodeName": node}})
+}
+
+/// What the Events say: `Preempted by ns/name on node n` on each victim.
+pub fn preempted_note(preemptor: &PodRef, node: &str) -> String {
+    format!("Preempted by {preemptor} on node {node}")
+}
+
+/// Carries out `preemption`: every victim evicted (a failure is logged and
+/// counted; the preemptor waits for the victims that are left), then the
+/// nomination patched on the preemptor. `v1beta1_only` remembers that the
+/// server lacks `policy/v1` Eviction (v1.20 test servers).
+pub async fn preempt(
+    client: Client,
+    reports: Reports,
+    health: Arc<Health>,
+    v1beta1_only: Arc<AtomicBool>,
+    preemption: Preemption,
+) {
+    let Preemption { preemptor, node, victims } = preemption;
+    let note = preempted_note(&preemptor, &node);
+    for victim in &victims {
+        let target = PodRef::from_key(&victim.pod, &victim.uid);
+        let result = evict(&client, &target.namespace, &target.name, &v1beta1_only).await;
+        health.count("preempt_evict", &result);
+        match result {
+            Ok(_) => {
+                tracing::info!(victim = %victim.pod, preemptor = %preemptor, %node, "preempted");
+                reports.preempted(&target, &note).await;
+            }
+            Err(e) => tracing::warn!(error = %e, preemptor = %preemptor, "could not evict victim"),
+        }
+    }
+    let api: Api<Pod> = Api::namespaced(client, &preemptor.namespace);
+    let patch = Patch::Merge(nomination_patch(&node));
+    let result = api.patch_status(&preemptor.name, &PatchParams::default(), &patch).await;
+    health.count("nominate", &result);
+    if let Err(e) = result {
+        let e = KubeError::api("patch status of", format!("Pod/{preemptor}"), e);
+        tracing::warn!(error = %e, "could not set nominatedNodeName");
+    }
+    reports.preempting(&preemptor, &node, victims.len()).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patch_and_note_say_what_kube_scheduler_writes() {
+        assert_eq!(
+            nomination_patch("node-1"),
+            serde_json::json!({"status": {"nominatedNodeName": "node-1"}})
+        );
+        let preemptor = PodRef::from_key("ns/web", "u-web");
+        assert_eq!(preempted_note(&preemptor, "node-1"), "Preempted by ns/web on node node-1");
+    }
+}
