@@ -17,7 +17,7 @@
 //! hints rejected it on, the registered events of the others).
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use rayon::prelude::*;
 
@@ -588,32 +588,41 @@ impl<'a> Search<'a> {
     }
 }
 
-/// [`PostFilterCluster`] for one search: the cache's pods by node, and the
-/// search's Filter plugins run on copies of nodes.
+/// [`PostFilterCluster`] for one search: the cache's pods by node (grouped
+/// on first use: a plugin that returns early costs no scan of the pods),
+/// and the search's Filter plugins run on copies of nodes.
 struct SearchCluster<'s, 'a> {
     search: &'s Search<'a>,
-    pods: HashMap<NodeId, Vec<Arc<PodInfo>>>,
+    cache: &'a Cache,
+    pods: OnceLock<HashMap<NodeId, Vec<Arc<PodInfo>>>>,
     awaiting_victims: bool,
 }
 
 impl<'s, 'a> SearchCluster<'s, 'a> {
     fn new(search: &'s Search<'a>, input: PostFilterInput<'a>) -> Self {
-        let mut pods: HashMap<NodeId, Vec<Arc<PodInfo>>> = HashMap::new();
-        for cached in input.cache.pods() {
-            if let Some(node) = cached.node {
-                pods.entry(node).or_default().push(cached.info.clone());
+        let awaiting_victims = input.awaiting_victims;
+        SearchCluster { search, cache: input.cache, pods: OnceLock::new(), awaiting_victims }
+    }
+
+    fn pods_by_node(&self) -> &HashMap<NodeId, Vec<Arc<PodInfo>>> {
+        self.pods.get_or_init(|| {
+            let mut pods: HashMap<NodeId, Vec<Arc<PodInfo>>> = HashMap::new();
+            for cached in self.cache.pods() {
+                if let Some(node) = cached.node {
+                    pods.entry(node).or_default().push(cached.info.clone());
+                }
             }
-        }
-        // Cache iteration order is a hash map's: sort so plugins see the
-        // same order on every run.
-        pods.values_mut().for_each(|v| v.sort_by(|a, b| a.key().cmp(b.key())));
-        SearchCluster { search, pods, awaiting_victims: input.awaiting_victims }
+            // Cache iteration order is a hash map's: sort so plugins see
+            // the same order on every run.
+            pods.values_mut().for_each(|v| v.sort_by(|a, b| a.key().cmp(b.key())));
+            pods
+        })
     }
 }
 
 impl PostFilterCluster for SearchCluster<'_, '_> {
     fn pods_on(&self, node: &NodeInfo) -> &[Arc<PodInfo>] {
-        self.pods.get(&node.id()).map_or(&[], Vec::as_slice)
+        self.pods_by_node().get(&node.id()).map_or(&[], Vec::as_slice)
     }
 
     fn fits_without(&self, node: &NodeInfo, removed: &[&PodInfo]) -> Verdict {
