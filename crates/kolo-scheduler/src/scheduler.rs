@@ -222,6 +222,14 @@ impl Scheduler {
         self.nominations.get(key).map(|n| &*n.node)
     }
 
+    /// Drops a pod's nomination (the cluster driver could not evict its
+    /// victims, e.g. a PodDisruptionBudget refused): the pod no longer
+    /// waits for them and may preempt again, elsewhere, when next tried.
+    /// Returns whether it had one.
+    pub fn clear_nomination(&mut self, key: &str) -> bool {
+        self.nominations.remove(key).is_some()
+    }
+
     /// The counters.
     pub fn stats(&self) -> Stats {
         self.stats

@@ -212,3 +212,21 @@ fn a_deleted_preemptor_loses_its_nomination() {
     s.apply_pod(pod("web", "koord-prod", 9500, "4", Some("m"), ""), t(3)).unwrap();
     assert_eq!(s.nominated_node("ns/web"), None);
 }
+
+#[test]
+fn a_cleared_nomination_lets_the_pod_preempt_again() {
+    let mut s = scheduler();
+    s.apply_node(node("n", "4", ""), t(0)).unwrap();
+    s.apply_pod(pod("old", "koord-batch", 5500, "4", Some("n"), ""), t(0)).unwrap();
+    s.apply_pod(pod("web", "koord-prod", 9500, "4", None, ""), t(0)).unwrap();
+    s.schedule_next(t(0)).unwrap();
+    // The driver could not evict the victim (a PodDisruptionBudget
+    // refused): it drops the nomination.
+    assert!(s.clear_nomination("ns/web"));
+    assert!(!s.clear_nomination("ns/web"));
+    // Tried again, the pod no longer waits for that victim: it preempts
+    // anew (here the same choice, the only one there is).
+    s.apply_pod(pod("web", "koord-prod", 9500, "4", None, ""), t(1)).unwrap();
+    let report = s.schedule_next(t(1)).unwrap();
+    assert_eq!(preemption(&report), (Some("n"), BTreeSet::from(["ns/old"])));
+}

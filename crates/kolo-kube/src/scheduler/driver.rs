@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -44,6 +44,9 @@ pub enum Update {
     NodeMetric(Box<Change<NodeMetric>>),
     /// A bind finished: apply its outcome now.
     Wake,
+    /// A preemption's evictions did not all go through: the preemptor
+    /// (`namespace/name`) stops waiting for its victims.
+    PreemptionFailed(String),
 }
 
 /// How long the thread sleeps when nothing happens (pods whose backoff
@@ -92,6 +95,7 @@ impl SchedulerDriver {
             scheduler.profiles().iter().map(|p| p.scheduler_name().to_string()).collect();
         tracing::info!(scheduler_names = ?names, "scheduling pods with these schedulerNames");
         spawn_watchers(&self.client, &tx);
+        let preempted = tx.clone();
         drop(tx);
         let thread = SchedulingThread {
             scheduler,
@@ -103,6 +107,7 @@ impl SchedulerDriver {
             reported: HashMap::new(),
             client: self.client.clone(),
             v1beta1_only: Arc::new(AtomicBool::new(false)),
+            preempted,
         };
         std::thread::Builder::new()
             .name("kolo-scheduling".into())
@@ -132,6 +137,8 @@ struct SchedulingThread {
     client: Client,
     /// The server lacks `policy/v1` Eviction (found out on the first one).
     v1beta1_only: Arc<AtomicBool>,
+    /// Where a preemption whose evictions failed reports back.
+    preempted: Sender<Update>,
 }
 
 impl SchedulingThread {
@@ -199,6 +206,11 @@ impl SchedulingThread {
                 Change::Synced => self.synced(2, "nodemetrics"),
             },
             Update::Wake => {}
+            Update::PreemptionFailed(pod) => {
+                if self.scheduler.clear_nomination(&pod) {
+                    tracing::info!(%pod, "nomination dropped: not every victim could be evicted");
+                }
+            }
         }
     }
 
@@ -218,6 +230,7 @@ impl SchedulingThread {
         let uid = self.uids.get(pod).cloned().unwrap_or_default();
         let preemption = Preemption { preemptor: PodRef::from_key(pod, &uid), node, victims };
         tracing::info!(pod, node = %preemption.node, victims = preemption.victims.len(), "preempting");
+        let key = pod.to_string();
         let task = preempt(
             self.client.clone(),
             self.reports.clone(),
@@ -225,7 +238,12 @@ impl SchedulingThread {
             self.v1beta1_only.clone(),
             preemption,
         );
-        self.runtime.spawn(task);
+        let report = self.preempted.clone();
+        self.runtime.spawn(async move {
+            if !task.await {
+                let _ = report.send(Update::PreemptionFailed(key));
+            }
+        });
     }
 
     fn handle(&mut self, report: CycleReport) {

@@ -43,8 +43,10 @@ pub fn preempted_note(preemptor: &PodRef, node: &str) -> String {
 }
 
 /// Carries out `preemption`: every victim evicted (a failure is logged and
-/// counted; the preemptor waits for the victims that are left), then the
-/// nomination patched on the preemptor. `v1beta1_only` remembers that the
+/// counted), then the nomination patched on the preemptor. Returns whether
+/// every eviction went through; if not, the caller drops the nomination so
+/// the preemptor does not wait for victims that stay (a
+/// PodDisruptionBudget refused, 429). `v1beta1_only` remembers that the
 /// server lacks `policy/v1` Eviction (v1.20 test servers).
 pub async fn preempt(
     client: Client,
@@ -52,9 +54,10 @@ pub async fn preempt(
     health: Arc<Health>,
     v1beta1_only: Arc<AtomicBool>,
     preemption: Preemption,
-) {
+) -> bool {
     let Preemption { preemptor, node, victims } = preemption;
     let note = preempted_note(&preemptor, &node);
+    let mut all_evicted = true;
     for victim in &victims {
         let target = PodRef::from_key(&victim.pod, &victim.uid);
         let result = evict(&client, &target.namespace, &target.name, &v1beta1_only).await;
@@ -64,8 +67,15 @@ pub async fn preempt(
                 tracing::info!(victim = %victim.pod, preemptor = %preemptor, %node, "preempted");
                 reports.preempted(&target, &note).await;
             }
-            Err(e) => tracing::warn!(error = %e, preemptor = %preemptor, "could not evict victim"),
+            Err(e) => {
+                tracing::warn!(error = %e, preemptor = %preemptor, "could not evict victim");
+                all_evicted = false;
+            }
         }
+    }
+    if !all_evicted {
+        // Nominating a node whose victims stay would only hold it.
+        return false;
     }
     let api: Api<Pod> = Api::namespaced(client, &preemptor.namespace);
     let patch = Patch::Merge(nomination_patch(&node));
@@ -76,6 +86,7 @@ pub async fn preempt(
         tracing::warn!(error = %e, "could not set nominatedNodeName");
     }
     reports.preempting(&preemptor, &node, victims.len()).await;
+    true
 }
 
 #[cfg(test)]
