@@ -65,7 +65,9 @@ pub enum Outcome {
     Unschedulable {
         /// kube-scheduler style summary (`0/5000 nodes are available: ...`).
         message: String,
-        /// A node a PostFilter plugin nominated, if any.
+        /// The node a PostFilter plugin (preemption) nominated in this
+        /// cycle, if any (a nomination from an earlier cycle that still
+        /// stands: `Scheduler::nominated_node`).
         nominated: Option<String>,
         /// The pods to evict from the nominated node so the pod fits there
         /// (preemption); empty when nothing is nominated.

@@ -18,8 +18,8 @@ use std::time::Duration;
 
 use common::{cleanup, kubectl, run};
 use e2e_common::{
-    Daemon, component_args, create, create_node, events, get_json, node_of, pod, report_usage,
-    wait_for,
+    Daemon, component_args, create, create_node, events, get_json, node_of, patch, pod,
+    report_usage, wait_for,
 };
 
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -35,7 +35,7 @@ impl Drop for Cleanup<'_> {
         let steps = vec![
             vec!["delete", "pods", "--all", "-n", &self.id, "--grace-period=0", "--force"],
             vec!["delete", "nodes,nodemetrics,priorityclasses", "-l", &selector],
-            vec!["delete", "events", "--all", "-n", &self.id],
+            vec!["delete", "events,poddisruptionbudgets", "--all", "-n", &self.id],
             vec!["delete", "namespace", &self.id, "--wait=false"],
         ];
         cleanup(self.config, &steps, &self.id);
@@ -57,30 +57,28 @@ fn priority_class(config: &Path, id: &str, name: &str, value: i32) -> String {
     full
 }
 
-#[test]
-fn a_high_priority_pod_preempts_through_the_eviction_api() {
-    let Some(config) = common::kubeconfig("e2e_preemption") else { return };
-    let id = e2e_common::run_id("preempt");
-    let _cleanup = Cleanup { config: &config, id: id.clone() };
-    e2e_common::install_crds(&config);
-    run(kubectl(&config).args(["create", "namespace", &id]), None);
+/// This test's namespace, node (4 CPU, with a fresh NodeMetric), priority
+/// classes `<id>-low` and `<id>-high`, and a running scheduler whose one
+/// profile (`schedulerName: <id>`) has LoadAwareScheduling off. Returns
+/// (node, low class, high class, scheduler).
+fn cluster(config: &Path, id: &str, dir: &Path) -> (String, String, String, Daemon) {
+    e2e_common::install_crds(config);
+    run(kubectl(config).args(["create", "namespace", id]), None);
     let node = format!("{id}-n");
-    create_node(&config, &node, &id, "4", "32Gi");
+    create_node(config, &node, id, "4", "32Gi");
     create(
-        &config,
+        config,
         &serde_json::json!({
             "apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeMetric",
             "metadata": {"name": node, "labels": {"kolo-test": id}}, "spec": {},
         }),
     );
-    report_usage(&config, &node, "1", "4Gi");
-    let low = priority_class(&config, &id, "low", 1000);
-    let high = priority_class(&config, &id, "high", 100_000);
-
-    let dir = tempfile::tempdir().unwrap();
+    report_usage(config, &node, "1", "4Gi");
+    let low = priority_class(config, id, "low", 1000);
+    let high = priority_class(config, id, "high", 100_000);
     let mut args = vec!["scheduler".to_string()];
-    args.extend(component_args(&config));
-    let config_file = dir.path().join("scheduler.yaml");
+    args.extend(component_args(config));
+    let config_file = dir.join("scheduler.yaml");
     let yaml = [
         "apiVersion: kubescheduler.config.k8s.io/v1",
         "kind: KubeSchedulerConfiguration",
@@ -93,17 +91,28 @@ fn a_high_priority_pod_preempts_through_the_eviction_api() {
     std::fs::write(&config_file, yaml.join("\n")).unwrap();
     args.extend(["--config".into(), config_file.display().to_string()]);
     args.push("--leader-elect=false".into());
-    let scheduler = Daemon::start("e2e-preemption", &args);
+    let scheduler = Daemon::start(&format!("e2e-preemption-{id}"), &args);
+    (node, low, high, scheduler)
+}
 
-    let mut victim = pod("victim", &id, &id, &id, "3");
-    victim["spec"]["priorityClassName"] = low.as_str().into();
-    create(&config, &victim);
+/// Creates `name` (3 CPU) of this priority class.
+fn create_pod(config: &Path, id: &str, name: &str, class: &str) {
+    let mut p = pod(name, id, id, id, "3");
+    p["spec"]["priorityClassName"] = class.into();
+    create(config, &p);
+}
+
+#[test]
+fn a_high_priority_pod_preempts_through_the_eviction_api() {
+    let Some(config) = common::kubeconfig("e2e_preemption") else { return };
+    let id = e2e_common::run_id("preempt");
+    let _cleanup = Cleanup { config: &config, id: id.clone() };
+    let dir = tempfile::tempdir().unwrap();
+    let (node, low, high, scheduler) = cluster(&config, &id, dir.path());
+
+    create_pod(&config, &id, "victim", &low);
     wait_for("the victim to be bound", TIMEOUT, || node_of(&config, &id, "victim"));
-
-    let mut preemptor = pod("preemptor", &id, &id, &id, "3");
-    preemptor["spec"]["priorityClassName"] = high.as_str().into();
-    create(&config, &preemptor);
-
+    create_pod(&config, &id, "preemptor", &high);
     // The preemptor is nominated to the node...
     let nominated = wait_for("nominatedNodeName", TIMEOUT, || {
         let p = get_json(&config, &["pod", "preemptor", "-n", &id])?;
@@ -141,4 +150,40 @@ fn a_high_priority_pod_preempts_through_the_eviction_api() {
     let bound =
         wait_for("the preemptor to be bound", TIMEOUT, || node_of(&config, &id, "preemptor"));
     assert_eq!(bound, node, "scheduler log:\n{}", scheduler.log());
+}
+
+#[test]
+fn a_refused_eviction_leaves_the_victim_and_no_nomination() {
+    let Some(config) = common::kubeconfig("e2e_preemption with a PDB") else { return };
+    let id = e2e_common::run_id("preempt-pdb");
+    let _cleanup = Cleanup { config: &config, id: id.clone() };
+    let dir = tempfile::tempdir().unwrap();
+    let (_node, low, high, scheduler) = cluster(&config, &id, dir.path());
+    // No disruption may happen to the victim (and with no disruption
+    // controller in the test cluster, the budget is never even processed:
+    // the API server refuses every eviction it covers, 429).
+    create(
+        &config,
+        &serde_json::json!({
+            "apiVersion": "policy/v1beta1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": "keep", "namespace": id},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"kolo-test": id}}},
+        }),
+    );
+    create_pod(&config, &id, "victim", &low);
+    wait_for("the victim to be bound", TIMEOUT, || node_of(&config, &id, "victim"));
+    // Running, as its kubelet would report it: the API server ignores
+    // budgets for Pending pods.
+    let running = serde_json::json!({"status": {"phase": "Running"}});
+    patch(&config, &["pod", "victim", "-n", &id, "--subresource=status"], &running);
+    create_pod(&config, &id, "preemptor", &high);
+
+    wait_for("the scheduler to drop the nomination", TIMEOUT, || {
+        scheduler.log().contains("nomination dropped").then_some(())
+    });
+    let victim = get_json(&config, &["pod", "victim", "-n", &id]).unwrap();
+    assert!(victim["metadata"]["deletionTimestamp"].is_null(), "{victim}");
+    let preemptor = get_json(&config, &["pod", "preemptor", "-n", &id]).unwrap();
+    assert!(preemptor["status"]["nominatedNodeName"].is_null(), "{preemptor}");
+    assert_eq!(node_of(&config, &id, "preemptor"), None);
 }

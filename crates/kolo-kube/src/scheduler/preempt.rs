@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use kolo_core::PodRef;
@@ -20,6 +21,9 @@ use super::report::Reports;
 use crate::agent::eviction::evict;
 use crate::error::KubeError;
 use crate::health::Health;
+
+/// How long an eviction may take before it counts as refused.
+pub const EVICTION_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// One preemption to carry out.
 #[derive(Debug, Clone)]
@@ -60,7 +64,16 @@ pub async fn preempt(
     let mut all_evicted = true;
     for victim in &victims {
         let target = PodRef::from_key(&victim.pod, &victim.uid);
-        let result = evict(&client, &target.namespace, &target.name, &v1beta1_only).await;
+        // The client retries a 429 (a budget refusing) for minutes; the
+        // preemptor should not wait that long to try elsewhere.
+        let eviction = evict(&client, &target.namespace, &target.name, &v1beta1_only);
+        let result = match tokio::time::timeout(EVICTION_TIMEOUT, eviction).await {
+            Ok(result) => result.map(drop).map_err(|e| e.to_string()),
+            Err(_) => Err(format!(
+                "evict Pod/{}: no answer in {EVICTION_TIMEOUT:?} (a PodDisruptionBudget refusing?)",
+                victim.pod
+            )),
+        };
         health.count("preempt_evict", &result);
         match result {
             Ok(_) => {

@@ -141,8 +141,7 @@ mod tests {
     }
 
     /// A node of `capacity` units with pods of these sizes; the preemptor
-    /// needs `need` units (the shape of kube-scheduler's
-    /// `TestSelectVictimsOnNode`-style cases, in one resource).
+    /// needs `need` units (one resource, hand-checked cases).
     fn fits(capacity: i64, sizes: &[i64], need: i64) -> impl FnMut(&[bool]) -> bool + '_ {
         move |removed| {
             let used: i64 = sizes.iter().zip(removed).filter(|(_, r)| !**r).map(|(s, _)| s).sum();
@@ -198,8 +197,9 @@ mod tests {
         Candidate { victims, pdb_violations }
     }
 
-    /// The criteria of kube-scheduler's `TestSelectBestCandidate` /
-    /// `pickOneNodeForPreemption`, one case per tie-breaker.
+    /// `pickOneNodeForPreemption`'s criteria, one hand-checked case per
+    /// tie-breaker (in the spirit of kube-scheduler's
+    /// `TestSelectBestCandidate`, not its cases verbatim).
     #[test]
     fn node_choice_follows_kube_schedulers_order() {
         let cases: Vec<(&str, Vec<Candidate>, Option<usize>)> = vec![
