@@ -27,6 +27,11 @@
 //! `status.images` (each on a third to a tenth of the nodes), every pod one
 //! of four images, and every tenth pod a host port (one of 50): the work
 //! ImageLocality and NodePorts do for real pods.
+//! `PreemptionBasic` (scheduler_perf's shape): 500 nodes full of
+//! low-priority pods (4 × 900m each), then 500 pods of higher priority and
+//! 3 CPU, each of which must preempt three; the victims are deleted as soon
+//! as a cycle names them (as the API would), and the preemptors are retried
+//! until all are bound.
 
 use std::collections::BTreeMap;
 use std::hint::black_box;
@@ -354,6 +359,95 @@ fn shapes() -> Vec<Shape> {
         .collect()
 }
 
+const PREEMPTION_BASIC: &str = "preemption_basic_500_nodes_500_pods";
+const PREEMPTION_NODES: usize = 500;
+
+/// A pod of `cpu` with an explicit priority (no class label: koord-prod by
+/// its QoS).
+fn priority_pod(prefix: &str, i: usize, cpu: &str, priority: i32, node: Option<String>) -> Pod {
+    let mut p = pod(prefix, i, node);
+    let spec = p.spec.as_mut().unwrap();
+    spec.priority = Some(priority);
+    let requests = quantities(&[("cpu", cpu.into()), ("memory", "500Mi".into())]);
+    spec.containers[0].resources.as_mut().unwrap().requests = Some(requests);
+    p
+}
+
+/// The PreemptionBasic cluster with the preemptors queued.
+fn preemption_setup() -> Scheduler {
+    let config = SchedulerConfig::from_yaml("{}").unwrap();
+    let mut s =
+        Scheduler::new(&config, &registry(), DEFAULT_PLUGINS, Arc::new(InMemoryBinder::new()))
+            .unwrap();
+    for i in 0..PREEMPTION_NODES {
+        s.apply_node(node(i), now()).unwrap();
+        for k in 0..4 {
+            let low = priority_pod("low", i * 4 + k, "900m", 1000, Some(format!("node-{i}")));
+            s.apply_pod(low, now()).unwrap();
+        }
+    }
+    for i in 0..PREEMPTION_NODES {
+        s.apply_pod(priority_pod("high", i, "3", 2000, None), now()).unwrap();
+    }
+    s
+}
+
+/// Runs cycles, deleting each cycle's victims at once, until every
+/// preemptor is scheduled; returns the number of cycles.
+fn preempt_all(s: &mut Scheduler) -> usize {
+    let (mut cycles, mut scheduled) = (0, 0);
+    for round in 0..60 {
+        // Each round 11 s later: the preemptors' backoffs (up to 10 s) end.
+        let at = now().checked_add(Duration::from_secs(11 * round)).unwrap();
+        while let Some(report) = s.schedule_next(at) {
+            cycles += 1;
+            match &report.outcome {
+                Outcome::Scheduled { .. } => scheduled += 1,
+                Outcome::Unschedulable { victims, .. } => {
+                    for v in victims {
+                        s.remove_pod(&v.pod, at);
+                    }
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        if scheduled == PREEMPTION_NODES {
+            return cycles;
+        }
+    }
+    panic!("only {scheduled} of {PREEMPTION_NODES} preemptors scheduled");
+}
+
+fn preemption_basic(c: &mut Criterion) {
+    let only = std::env::var("KOLO_BENCH_SHAPES").ok();
+    if only.as_deref().is_some_and(|o| !o.split(',').any(|n| n == PREEMPTION_BASIC)) {
+        return;
+    }
+    let mut s = preemption_setup();
+    let start = Instant::now();
+    let cycles = preempt_all(&mut s);
+    let total = start.elapsed();
+    eprintln!(
+        "{PREEMPTION_BASIC}: {PREEMPTION_NODES} preemptors bound in {cycles} cycles, {:.3} s = {:.0} preemptors/s",
+        total.as_secs_f64(),
+        PREEMPTION_NODES as f64 / total.as_secs_f64(),
+    );
+    let mut group = c.benchmark_group("preempt");
+    group.sample_size(10).measurement_time(Duration::from_secs(20));
+    group.throughput(criterion::Throughput::Elements(PREEMPTION_NODES as u64));
+    group.bench_function(PREEMPTION_BASIC, |b| {
+        b.iter_batched(
+            preemption_setup,
+            |mut s| {
+                black_box(preempt_all(&mut s));
+                s
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    group.finish();
+}
+
 fn benches(c: &mut Criterion) {
     for shape in shapes() {
         latency_report(shape);
@@ -382,6 +476,6 @@ fn benches(c: &mut Criterion) {
 /// `criterion_group!` generates an undocumented `pub fn`.
 mod group {
     #![allow(missing_docs)]
-    criterion::criterion_group!(benches, super::benches);
+    criterion::criterion_group!(benches, super::benches, super::preemption_basic);
 }
 criterion::criterion_main!(group::benches);

@@ -103,6 +103,12 @@ impl Cache {
         self.nodes.get(pos as usize)
     }
 
+    /// A node's position in [`nodes`](Self::nodes), by id.
+    pub fn position(&self, id: NodeId) -> Option<usize> {
+        let pos = *self.position.get(id.index())? as usize;
+        (pos < self.nodes.len()).then_some(pos)
+    }
+
     /// Changes a node, keeping the dense generation array in step.
     fn update<R>(&mut self, id: NodeId, f: impl FnOnce(&mut NodeInfo) -> R) -> Option<R> {
         let pos = *self.position.get(id.index())? as usize;

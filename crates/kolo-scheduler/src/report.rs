@@ -65,8 +65,13 @@ pub enum Outcome {
     Unschedulable {
         /// kube-scheduler style summary (`0/5000 nodes are available: ...`).
         message: String,
-        /// A node a PostFilter plugin nominated, if any.
+        /// The node a PostFilter plugin (preemption) nominated in this
+        /// cycle, if any (a nomination from an earlier cycle that still
+        /// stands: `Scheduler::nominated_node`).
         nominated: Option<String>,
+        /// The pods to evict from the nominated node so the pod fits there
+        /// (preemption); empty when nothing is nominated.
+        victims: Vec<Victim>,
         /// The rejections the message counts: per plugin, reason and
         /// status code, on how many nodes.
         rejections: Vec<RejectionCount>,
@@ -76,6 +81,28 @@ pub enum Outcome {
         /// What went wrong.
         message: String,
     },
+}
+
+/// A pod that must go so that a preemptor fits its nominated node.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct Victim {
+    /// `namespace/name`.
+    pub pod: String,
+    /// Its UID (an eviction names the pod by name; the UID tells a
+    /// re-created pod of the same name apart).
+    pub uid: String,
+    /// Its priority (`spec.priority`, else its class's default).
+    pub priority: i32,
+}
+
+/// What a PostFilter plugin (preemption) decided for a pod no node could
+/// take: the node it should retry on, and the pods to remove there first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Nomination {
+    /// The nominated node (`status.nominatedNodeName`).
+    pub node: String,
+    /// The victims, most important first.
+    pub victims: Vec<Victim>,
 }
 
 /// The record of one scheduling cycle.

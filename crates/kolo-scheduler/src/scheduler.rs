@@ -37,12 +37,13 @@ use crate::config::{ConfigError, SchedulerConfig};
 use crate::equivalence::{EquivalenceCache, pod_signature};
 use crate::framework::{
     BindOutcome, ClusterEvent, ClusterEventHandler, CycleContext, CycleState, EventKinds, Facts,
-    NodeId, NodeInfo, PermitOutcome, PodInfo, Rejection, Reserve,
+    NodeId, NodeInfo, PermitOutcome, PodInfo, PostFilterOutcome, Rejection, Reserve,
 };
 use crate::profile::{DefaultPlugin, Enabled, Profile};
 use crate::queue::SchedulingQueue;
 use crate::registry::Registry;
-use crate::search::{NoNode, Scratch, Search, node_facts, prepare};
+use crate::report::{Nomination, Victim};
+use crate::search::{NoNode, PostFilterInput, Scratch, Search, node_facts, prepare};
 use crate::wake::{PluginKey, WakeOn, Wakeup};
 
 pub use crate::report::{CycleReport, ExplainLevel, NodeReport, Outcome};
@@ -79,6 +80,15 @@ struct InFlightBind {
     info: Arc<PodInfo>,
 }
 
+/// A pod nominated to a node by preemption, until it is scheduled, bound
+/// elsewhere, deleted, or its nomination is replaced or cleared.
+#[derive(Debug, Clone)]
+struct NominatedPod {
+    info: Arc<PodInfo>,
+    node: Box<str>,
+    victims: Vec<Victim>,
+}
+
 /// The scheduler's counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Stats {
@@ -94,6 +104,8 @@ pub struct Stats {
     pub bound: u64,
     /// Binds that failed (the pod was forgotten and retried).
     pub bind_failures: u64,
+    /// Cycles that nominated a node for preemption.
+    pub preemptions: u64,
     /// Nodes run through the Filter and Score plugins, over all cycles (the
     /// equivalence cache keeps this well below cycles × nodes).
     pub node_evaluations: u64,
@@ -121,6 +133,9 @@ pub struct Scheduler {
     facts: bool,
     /// What the cluster events being dispatched may wake (reused).
     wakeup: Wakeup,
+    /// Pods nominated to nodes by preemption, by key (ordered, so the
+    /// overlay they make is built the same way on every run).
+    nominations: BTreeMap<Box<str>, NominatedPod>,
 }
 
 impl Scheduler {
@@ -162,6 +177,7 @@ impl Scheduler {
             use_equivalence: config.equivalence_cache.unwrap_or(true),
             facts: false,
             wakeup: Wakeup::default(),
+            nominations: BTreeMap::new(),
         })
     }
 
@@ -198,6 +214,20 @@ impl Scheduler {
     /// The queue of pending pods.
     pub fn queue(&self) -> &SchedulingQueue {
         &self.queue
+    }
+
+    /// The node a pod is nominated to by preemption (kube-scheduler's
+    /// `status.nominatedNodeName`), if any.
+    pub fn nominated_node(&self, key: &str) -> Option<&str> {
+        self.nominations.get(key).map(|n| &*n.node)
+    }
+
+    /// Drops a pod's nomination (the cluster driver could not evict its
+    /// victims, e.g. a PodDisruptionBudget refused): the pod no longer
+    /// waits for them and may preempt again, elsewhere, when next tried.
+    /// Returns whether it had one.
+    pub fn clear_nomination(&mut self, key: &str) -> bool {
+        self.nominations.remove(key).is_some()
     }
 
     /// The counters.
@@ -319,6 +349,8 @@ impl Scheduler {
         }
         if let Some(node) = view.node_name() {
             let node = node.to_string();
+            // Bound (here or elsewhere): its nomination has served.
+            self.nominations.remove(info.key());
             self.queue.remove(info.key());
             let changes = self.cache.apply_assigned_pod(info, &node);
             self.dispatch(changes, now);
@@ -332,6 +364,7 @@ impl Scheduler {
     pub fn remove_pod(&mut self, key: &str, now: Timestamp) {
         self.queue.remove(key);
         self.waiting.remove(key);
+        self.nominations.remove(key);
         let changes = self.cache.remove_pod(key);
         self.dispatch(changes, now);
     }
@@ -436,19 +469,86 @@ impl Scheduler {
         };
         let ctx = CycleContext { now };
         match self.find_node(profile, &info, &ctx, &mut report) {
-            Ok(node) => self.place(profile, &info, node, now, &mut report),
-            Err(NoNode { failure, nominated }) => {
+            Ok(node) => {
+                self.place(profile, &info, node, now, &mut report);
+                if matches!(report.outcome, Outcome::Scheduled { .. } | Outcome::Waiting { .. }) {
+                    // Assumed: the cache counts it now, not the nomination.
+                    self.nominations.remove(info.key());
+                }
+            }
+            Err(NoNode { failure, post_filter }) => {
                 self.stats.unschedulable += 1;
                 self.gather_facts(profile, &info, None, &ctx, &mut report);
+                let (nominated, victims) = self.nominate(&info, post_filter);
                 report.outcome = Outcome::Unschedulable {
                     message: failure.summary.message.clone(),
                     nominated,
+                    victims,
                     rejections: failure.summary.rejections.clone(),
                 };
                 self.queue.requeue_unschedulable(info.key(), now, failure.wake_on.clone());
             }
         }
         report
+    }
+
+    /// Records what the PostFilter plugins decided for a pod that fits
+    /// nowhere; returns the node nominated in this cycle and its victims.
+    fn nominate(
+        &mut self,
+        info: &Arc<PodInfo>,
+        outcome: PostFilterOutcome,
+    ) -> (Option<String>, Vec<Victim>) {
+        match outcome {
+            PostFilterOutcome::Unchanged => (None, Vec::new()),
+            PostFilterOutcome::Clear => {
+                self.nominations.remove(info.key());
+                (None, Vec::new())
+            }
+            PostFilterOutcome::Nominate(Nomination { node, victims }) => {
+                self.stats.preemptions += 1;
+                let nominated = NominatedPod {
+                    info: info.clone(),
+                    node: node.as_str().into(),
+                    victims: victims.clone(),
+                };
+                self.nominations.insert(info.key().into(), nominated);
+                (Some(node), victims)
+            }
+        }
+    }
+
+    /// Whether the pod's nomination still waits for victims the cache
+    /// counts (the same pod: same UID).
+    fn awaiting_victims(&self, key: &str) -> bool {
+        self.nominations.get(key).is_some_and(|n| {
+            n.victims.iter().any(|v| {
+                self.cache
+                    .pod(&v.pod)
+                    .is_some_and(|c| c.node.is_some() && c.info.view().uid() == v.uid)
+            })
+        })
+    }
+
+    /// The nodes as a pod of `priority` must see them when other pods of
+    /// higher or equal priority are nominated (kube-scheduler's
+    /// `addNominatedPods`): copies of the cache's nodes with those pods
+    /// counted on their nominated nodes, so the room preemption freed for
+    /// them is not taken by a pod that would not preempt them. `None` when
+    /// no such nomination exists (the common case: the cache's nodes).
+    fn nominated_overlay(&self, key: &str, priority: i32) -> Option<Vec<NodeInfo>> {
+        let mut relevant = self
+            .nominations
+            .values()
+            .filter(|n| n.info.key() != key && n.info.view().priority() >= priority)
+            .filter_map(|n| Some((self.cache.position(self.cache.node_id(&n.node)?)?, &n.info)))
+            .peekable();
+        relevant.peek()?;
+        let mut nodes = self.cache.nodes().to_vec();
+        for (pos, pod) in relevant {
+            nodes[pos].add_pod(pod);
+        }
+        Some(nodes)
     }
 
     /// Reserve, Permit and bind the pod on the node `find_node` chose.
@@ -530,6 +630,8 @@ impl Scheduler {
         ctx: &CycleContext,
         report: &mut CycleReport,
     ) -> Result<NodeId, NoNode> {
+        let overlay = self.nominated_overlay(info.key(), info.view().priority());
+        let awaiting_victims = self.awaiting_victims(info.key());
         let Scheduler {
             profiles,
             cache,
@@ -545,12 +647,20 @@ impl Scheduler {
             ..
         } = self;
         let profile = &profiles[profile_index];
-        let nodes = cache.nodes();
+        let nodes = overlay.as_deref().unwrap_or(cache.nodes());
         state.clear();
         let running = prepare(profile, ctx, state, info, nodes.len())?;
-        let search = Search::new(ctx, state, info, profile, profile_index, nodes, running, *facts);
+        let mut search =
+            Search::new(ctx, state, info, profile, profile_index, nodes, running, *facts);
+        search.post_filter_input = Some(PostFilterInput { cache, awaiting_victims });
         let want = num_feasible_nodes_to_find(nodes.len(), *percentage);
-        if want >= nodes.len() && search.sum_in_pass && *explain == ExplainLevel::None {
+        // The equivalence cache keys results by the cache's node
+        // generations, which the overlay does not change: bypass it then.
+        if overlay.is_none()
+            && want >= nodes.len()
+            && search.sum_in_pass
+            && *explain == ExplainLevel::None
+        {
             let signature = (*use_equivalence && profile.equivalence_for(info))
                 .then(|| pod_signature(profile_index, info));
             let cached = signature.map(|sig| equivalence.entry(sig));

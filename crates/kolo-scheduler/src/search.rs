@@ -16,8 +16,8 @@
 //! what may wake it ([`WakeOn`]: the nodes each plugin that gives queueing
 //! hints rejected it on, the registered events of the others).
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, OnceLock};
 
 use rayon::prelude::*;
 
@@ -26,7 +26,8 @@ use crate::equivalence::{CacheEntry, Freshness, NodeResults};
 use crate::explain::{FailureSummary, failure_summary};
 use crate::framework::{
     CycleContext, CycleState, EventKinds, Facts, Filter, NodeId, NodeInfo, NodeVerdict, PodInfo,
-    PostFilterOutcome, PreFilterOutcome, PreScoreOutcome, Rejected, Score, ScoreSink,
+    PostFilterCluster, PostFilterOutcome, PreFilterOutcome, PreScoreOutcome, Rejected, Score,
+    ScoreSink, Verdict,
 };
 use crate::profile::Profile;
 use crate::report::{CycleReport, ExplainLevel, NodeReport, Outcome};
@@ -65,11 +66,20 @@ pub(crate) struct Failure {
     pub wake_on: Arc<WakeOn>,
 }
 
-/// A cycle that found no node: why, and a node a PostFilter plugin
-/// nominated.
+/// A cycle that found no node: why, and what the PostFilter plugins
+/// decided (a nominated node and its victims).
 pub(crate) struct NoNode {
     pub failure: Arc<Failure>,
-    pub nominated: Option<String>,
+    pub post_filter: PostFilterOutcome,
+}
+
+/// What PostFilter plugins may look at besides the verdicts: the cache's
+/// pods, and whether the pod's earlier nomination still waits for its
+/// victims.
+#[derive(Clone, Copy)]
+pub(crate) struct PostFilterInput<'a> {
+    pub cache: &'a Cache,
+    pub awaiting_victims: bool,
 }
 
 /// Buffers reused from cycle to cycle (allocating them per pod costs more
@@ -111,6 +121,8 @@ pub(crate) struct Search<'a> {
     /// No Score plugin normalizes: totals are summed during the pass.
     pub sum_in_pass: bool,
     tie_seed: u64,
+    /// For the PostFilter plugins (none: they are not run).
+    pub post_filter_input: Option<PostFilterInput<'a>>,
 }
 
 /// The plugins that run for a pod after PreFilter and PreScore.
@@ -168,7 +180,10 @@ pub(crate) fn prepare<'a>(
 }
 
 fn failed(summary: FailureSummary, wake_on: WakeOn) -> NoNode {
-    NoNode { failure: Arc::new(Failure { summary, wake_on: Arc::new(wake_on) }), nominated: None }
+    NoNode {
+        failure: Arc::new(Failure { summary, wake_on: Arc::new(wake_on) }),
+        post_filter: PostFilterOutcome::Unchanged,
+    }
 }
 
 impl<'a> Search<'a> {
@@ -198,6 +213,7 @@ impl<'a> Search<'a> {
             filters,
             scorers,
             tie_seed: pod.tie_hash(),
+            post_filter_input: None,
         }
     }
 
@@ -237,7 +253,7 @@ impl<'a> Search<'a> {
             }
             None => Arc::new(self.failure(&results.verdicts)),
         };
-        Err(NoNode { failure, nominated: self.nominate(&results.verdicts) })
+        Err(NoNode { failure, post_filter: self.post_filter(&results.verdicts) })
     }
 
     /// Evaluates the nodes whose results are stale (all of them without
@@ -321,7 +337,8 @@ impl<'a> Search<'a> {
                     (0..processed).map(|k| self.node_report(scratch, in_order(k))).collect();
             }
             let failure = Arc::new(self.failure(&scratch.results.verdicts));
-            return Err(NoNode { failure, nominated: self.nominate(&scratch.results.verdicts) });
+            let post_filter = self.post_filter(&scratch.results.verdicts);
+            return Err(NoNode { failure, post_filter });
         };
         report.nodes = match explain {
             ExplainLevel::None => Vec::new(),
@@ -518,11 +535,11 @@ impl<'a> Search<'a> {
         Failure { summary, wake_on: Arc::new(wake_on) }
     }
 
-    /// The node the first PostFilter plugin that nominates one chose, if
-    /// any.
-    fn nominate(&self, verdicts: &[NodeVerdict]) -> Option<String> {
+    /// The PostFilter plugins, in order, until one does something.
+    fn post_filter(&self, verdicts: &[NodeVerdict]) -> PostFilterOutcome {
+        let Some(input) = self.post_filter_input else { return PostFilterOutcome::Unchanged };
         if self.profile.post_filter.is_empty() {
-            return None;
+            return PostFilterOutcome::Unchanged;
         }
         let rejected: Vec<(&NodeInfo, &Rejected)> = self
             .nodes
@@ -530,12 +547,14 @@ impl<'a> Search<'a> {
             .zip(verdicts)
             .filter_map(|(node, v)| v.as_deref().map(|r| (node, r)))
             .collect();
-        self.profile.post_filter.iter().find_map(|p| {
-            match p.plugin.post_filter(self.ctx, self.state, self.pod, &rejected) {
-                PostFilterOutcome::Nominate(node) => Some(node),
-                PostFilterOutcome::Unchanged => None,
+        let cluster = SearchCluster::new(self, input);
+        for p in &self.profile.post_filter {
+            match p.plugin.post_filter(self.ctx, self.state, self.pod, &rejected, &cluster) {
+                PostFilterOutcome::Unchanged => {}
+                decided => return decided,
             }
-        })
+        }
+        PostFilterOutcome::Unchanged
     }
 
     /// A node's per-plugin scores, by plugin name.
@@ -568,6 +587,60 @@ impl<'a> Search<'a> {
     /// Every plugin's facts about `node` for the pod.
     pub fn node_facts(&self, node: &NodeInfo) -> BTreeMap<&'static str, Facts> {
         node_facts(self.profile, self.ctx, self.state, self.pod, node)
+    }
+}
+
+/// [`PostFilterCluster`] for one search: the cache's pods by node (grouped
+/// on first use: a plugin that returns early costs no scan of the pods),
+/// and the search's Filter plugins run on copies of nodes.
+struct SearchCluster<'s, 'a> {
+    search: &'s Search<'a>,
+    cache: &'a Cache,
+    pods: OnceLock<HashMap<NodeId, Vec<Arc<PodInfo>>>>,
+    awaiting_victims: bool,
+}
+
+impl<'s, 'a> SearchCluster<'s, 'a> {
+    fn new(search: &'s Search<'a>, input: PostFilterInput<'a>) -> Self {
+        let awaiting_victims = input.awaiting_victims;
+        SearchCluster { search, cache: input.cache, pods: OnceLock::new(), awaiting_victims }
+    }
+
+    fn pods_by_node(&self) -> &HashMap<NodeId, Vec<Arc<PodInfo>>> {
+        self.pods.get_or_init(|| {
+            let mut pods: HashMap<NodeId, Vec<Arc<PodInfo>>> = HashMap::new();
+            for cached in self.cache.pods() {
+                if let Some(node) = cached.node {
+                    pods.entry(node).or_default().push(cached.info.clone());
+                }
+            }
+            // Cache iteration order is a hash map's: sort so plugins see
+            // the same order on every run.
+            pods.values_mut().for_each(|v| v.sort_by(|a, b| a.key().cmp(b.key())));
+            pods
+        })
+    }
+}
+
+impl PostFilterCluster for SearchCluster<'_, '_> {
+    fn pods_on(&self, node: &NodeInfo) -> &[Arc<PodInfo>] {
+        self.pods_by_node().get(&node.id()).map_or(&[], Vec::as_slice)
+    }
+
+    fn fits_without(&self, node: &NodeInfo, removed: &[&PodInfo]) -> Verdict {
+        let mut copy = node.clone();
+        for pod in removed {
+            copy.remove_pod(pod);
+        }
+        let Search { ctx, state, pod, .. } = *self.search;
+        for (filter, _) in &self.search.filters {
+            filter.filter_without(ctx, state, pod, &copy, removed)?;
+        }
+        Ok(())
+    }
+
+    fn awaiting_victims(&self) -> bool {
+        self.awaiting_victims
     }
 }
 

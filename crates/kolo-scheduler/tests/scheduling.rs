@@ -93,7 +93,7 @@ fn explains_why_a_pod_fits_nowhere_and_retries_when_a_node_arrives() {
     .unwrap();
     s.apply_pod(pod("big", "4", "1Gi"), t(0)).unwrap();
     let report = s.schedule_next(t(0)).unwrap();
-    let Outcome::Unschedulable { message, nominated, rejections } = &report.outcome else {
+    let Outcome::Unschedulable { message, nominated, rejections, .. } = &report.outcome else {
         panic!("{report:?}");
     };
     assert_eq!(

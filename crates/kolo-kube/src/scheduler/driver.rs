@@ -9,7 +9,8 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -24,6 +25,7 @@ use tokio::runtime::Handle;
 use super::binder::KubeBinder;
 use kolo_core::PodRef;
 
+use super::preempt::{Preemption, preempt};
 use super::report::Reports;
 use super::watch::spawn_watchers;
 use crate::error::KubeError;
@@ -42,6 +44,9 @@ pub enum Update {
     NodeMetric(Box<Change<NodeMetric>>),
     /// A bind finished: apply its outcome now.
     Wake,
+    /// A preemption's evictions did not all go through: the preemptor
+    /// (`namespace/name`) stops waiting for its victims.
+    PreemptionFailed(String),
 }
 
 /// How long the thread sleeps when nothing happens (pods whose backoff
@@ -90,6 +95,7 @@ impl SchedulerDriver {
             scheduler.profiles().iter().map(|p| p.scheduler_name().to_string()).collect();
         tracing::info!(scheduler_names = ?names, "scheduling pods with these schedulerNames");
         spawn_watchers(&self.client, &tx);
+        let preempted = tx.clone();
         drop(tx);
         let thread = SchedulingThread {
             scheduler,
@@ -99,6 +105,9 @@ impl SchedulerDriver {
             synced: [false; 3],
             uids: HashMap::new(),
             reported: HashMap::new(),
+            client: self.client.clone(),
+            v1beta1_only: Arc::new(AtomicBool::new(false)),
+            preempted,
         };
         std::thread::Builder::new()
             .name("kolo-scheduling".into())
@@ -124,6 +133,12 @@ struct SchedulingThread {
     /// way again (after its own condition update requeued it) is not
     /// reported twice.
     reported: HashMap<String, String>,
+    /// For preemptions (evictions, nominations).
+    client: Client,
+    /// The server lacks `policy/v1` Eviction (found out on the first one).
+    v1beta1_only: Arc<AtomicBool>,
+    /// Where a preemption whose evictions failed reports back.
+    preempted: Sender<Update>,
 }
 
 impl SchedulingThread {
@@ -191,6 +206,11 @@ impl SchedulingThread {
                 Change::Synced => self.synced(2, "nodemetrics"),
             },
             Update::Wake => {}
+            Update::PreemptionFailed(pod) => {
+                if self.scheduler.clear_nomination(&pod) {
+                    tracing::info!(%pod, "nomination dropped: not every victim could be evicted");
+                }
+            }
         }
     }
 
@@ -205,6 +225,27 @@ impl SchedulingThread {
         }
     }
 
+    /// Carries out a preemption on the runtime (evictions, the nomination).
+    fn preempt(&self, pod: &str, node: String, victims: Vec<kolo_scheduler::report::Victim>) {
+        let uid = self.uids.get(pod).cloned().unwrap_or_default();
+        let preemption = Preemption { preemptor: PodRef::from_key(pod, &uid), node, victims };
+        tracing::info!(pod, node = %preemption.node, victims = preemption.victims.len(), "preempting");
+        let key = pod.to_string();
+        let task = preempt(
+            self.client.clone(),
+            self.reports.clone(),
+            self.health.clone(),
+            self.v1beta1_only.clone(),
+            preemption,
+        );
+        let report = self.preempted.clone();
+        self.runtime.spawn(async move {
+            if !task.await {
+                let _ = report.send(Update::PreemptionFailed(key));
+            }
+        });
+    }
+
     fn handle(&mut self, report: CycleReport) {
         let (unschedulable, message) = match report.outcome {
             Outcome::Scheduled { node, total, .. } => {
@@ -216,7 +257,12 @@ impl SchedulingThread {
                 tracing::debug!(pod = %report.pod, %node, "waiting for permit");
                 return;
             }
-            Outcome::Unschedulable { message, .. } => (true, message),
+            Outcome::Unschedulable { message, nominated, victims, .. } => {
+                if let Some(node) = nominated {
+                    self.preempt(&report.pod, node, victims);
+                }
+                (true, message)
+            }
             Outcome::Failed { message } => (false, message),
         };
         if self.reported.get(&report.pod) == Some(&message) {

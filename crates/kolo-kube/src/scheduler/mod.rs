@@ -8,11 +8,15 @@
 //!   the changes and runs cycles;
 //! * [`binder`]: binds through the `pods/binding` subresource on the async
 //!   runtime, concurrently with the next cycles;
-//! * [`report`]: Events (`Scheduled`, `FailedScheduling`) and the pod's
-//!   `PodScheduled` condition.
+//! * [`report`]: Events (`Scheduled`, `FailedScheduling`, `Preempted`,
+//!   `Preempting`) and the pod's `PodScheduled` condition;
+//! * [`preempt`]: carries out a preemption the scheduler decided — evicts
+//!   the victims through the Eviction API, sets the preemptor's
+//!   `status.nominatedNodeName`.
 
 pub mod binder;
 pub mod driver;
+pub mod preempt;
 pub mod report;
 pub mod watch;
 

@@ -74,6 +74,19 @@ impl Reports {
         }
     }
 
+    /// The `Preempted` Event on a victim (`Preempted by ns/name on node n`,
+    /// kube-scheduler's wording).
+    pub async fn preempted(&self, victim: &PodRef, note: &str) {
+        self.event(victim, EventType::Normal, "Preempted", "Preempting", note.into()).await;
+    }
+
+    /// The `Preempting` Event on the preemptor: which node, how many
+    /// victims.
+    pub async fn preempting(&self, preemptor: &PodRef, node: &str, victims: usize) {
+        let note = format!("Preempting {victims} pod(s) on node {node}; nominated node: {node}");
+        self.event(preemptor, EventType::Normal, "Preempting", "Preempting", note).await;
+    }
+
     async fn event(
         &self,
         pod: &PodRef,

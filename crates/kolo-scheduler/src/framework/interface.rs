@@ -24,6 +24,7 @@ use super::{
     ClusterEvent, CycleState, EventKinds, ExtensionPoints, NodeInfo, PodInfo, Rejection, Verdict,
 };
 use crate::binder::BindRequest;
+use crate::report::Nomination;
 
 /// What every extension point gets besides the pod: the time of the cycle.
 #[derive(Debug, Clone, Copy)]
@@ -180,6 +181,26 @@ pub trait Filter: Send + Sync {
     ) {
         filter_each(nodes, plugin, out, |node| self.filter(ctx, state, pod, node));
     }
+
+    /// The verdict for `node` as it would be without the pods `removed`
+    /// (preemption asks it of candidate victims): `node` is already a copy
+    /// with their requests and count taken out. The default is
+    /// [`filter`](Self::filter) on that copy, right for a plugin that reads
+    /// only the node; a plugin that keeps its own per-node state (usage
+    /// estimates, cpusets, ports) sees the victims there still, and should
+    /// override this if it can account for them — else it only makes
+    /// preemption more cautious (a node it keeps rejecting is no
+    /// candidate).
+    fn filter_without(
+        &self,
+        ctx: &CycleContext,
+        state: &CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+        _removed: &[&PodInfo],
+    ) -> Verdict {
+        self.filter(ctx, state, pod, node)
+    }
 }
 
 /// Runs `check` on every node of a batch that no earlier plugin rejected
@@ -219,23 +240,49 @@ pub fn score_each(
 /// What a PostFilter plugin did for a pod no node could take.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PostFilterOutcome {
-    /// Nothing to do.
+    /// Nothing to do; a nomination the pod holds from an earlier cycle
+    /// stands (kube-scheduler: the pod waits for its victims to go).
     Unchanged,
-    /// The pod should retry on this node once it has made room (e.g. after
-    /// preempting victims); the name is recorded as the nominated node.
-    Nominate(String),
+    /// The plugin looked and nothing can make room: drop any earlier
+    /// nomination of the pod.
+    Clear,
+    /// The pod should retry on this node once the victims are gone; the
+    /// node is recorded as the pod's nominated node.
+    Nominate(Nomination),
+}
+
+/// What a PostFilter plugin may ask of the cluster, beyond the verdicts:
+/// the framework answers from its cache and the profile's Filter plugins.
+pub trait PostFilterCluster: Sync {
+    /// The pods counted on `node` (assumed ones included; pods nominated
+    /// there are not among them).
+    fn pods_on(&self, node: &NodeInfo) -> &[Arc<PodInfo>];
+
+    /// Whether the pod would pass every Filter plugin that runs for it on
+    /// `node` with `removed` (pods of [`pods_on`](Self::pods_on)) gone: the
+    /// framework runs [`Filter::filter_without`] on a copy of the node
+    /// without them (pods of higher or equal priority nominated there
+    /// still count as placed).
+    fn fits_without(&self, node: &NodeInfo, removed: &[&PodInfo]) -> Verdict;
+
+    /// Whether the pod holds a nomination from an earlier cycle whose
+    /// victims are still counted (kube-scheduler's
+    /// `PodEligibleToPreemptOthers`: such a pod waits instead of
+    /// preempting again).
+    fn awaiting_victims(&self) -> bool;
 }
 
 /// Runs when Filter left no feasible node (kube-scheduler's preemption hook).
 pub trait PostFilter: Send + Sync {
-    /// Reacts to a pod that fits nowhere; `rejections` lists each node's
-    /// verdict.
+    /// Reacts to a pod that fits nowhere; `rejections` lists each rejected
+    /// node's verdict, `cluster` answers what-if questions about them.
     fn post_filter(
         &self,
         ctx: &CycleContext,
         state: &CycleState,
         pod: &PodInfo,
         rejections: &[(&NodeInfo, &Rejected)],
+        cluster: &dyn PostFilterCluster,
     ) -> PostFilterOutcome;
 }
 

@@ -21,9 +21,9 @@ pub use extension_points::{ExtensionPoints, ExtensionPointsOf};
 pub use facts::{Facts, ReportFacts};
 pub use interface::{
     Bind, BindOutcome, ClusterEventHandler, CycleContext, Filter, MAX_NODE_SCORE, MIN_NODE_SCORE,
-    NodeVerdict, Permit, PermitOutcome, Plugin, PostFilter, PostFilterOutcome, PreBind, PreFilter,
-    PreFilterOutcome, PreScore, PreScoreOutcome, QueueKey, QueueSort, Rejected, Reserve, Score,
-    ScoreSink, default_normalize, filter_each, score_each,
+    NodeVerdict, Permit, PermitOutcome, Plugin, PostFilter, PostFilterCluster, PostFilterOutcome,
+    PreBind, PreFilter, PreFilterOutcome, PreScore, PreScoreOutcome, QueueKey, QueueSort, Rejected,
+    Reserve, Score, ScoreSink, default_normalize, filter_each, score_each,
 };
 pub use node_info::{NodeId, NodeInfo};
 pub use node_set::NodeSet;

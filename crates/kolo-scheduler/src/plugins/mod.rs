@@ -5,6 +5,7 @@ pub mod balanced_allocation;
 pub mod default_binder;
 pub mod image_locality;
 pub mod inter_pod_affinity;
+pub mod default_preemption;
 pub mod load_aware;
 pub mod node_affinity;
 pub mod node_name;
@@ -42,7 +43,11 @@ pub fn registry() -> Registry {
         .register(node_name::NAME, node_name::NodeName::build)
         .register(node_ports::NAME, node_ports::NodePorts::build)
         .register(balanced_allocation::NAME, balanced_allocation::BalancedAllocation::build)
-        .register(image_locality::NAME, image_locality::ImageLocality::build);
+        .register(image_locality::NAME, image_locality::ImageLocality::build)
+        .register(
+            default_preemption::plugin::NAME,
+            default_preemption::plugin::DefaultPreemption::build,
+        );
     registry
 }
 
@@ -63,5 +68,6 @@ pub const DEFAULT_PLUGINS: &[DefaultPlugin] = &[
     DefaultPlugin { name: pod_topology_spread::NAME, weight: 2 },
     DefaultPlugin { name: balanced_allocation::NAME, weight: 1 },
     DefaultPlugin { name: image_locality::NAME, weight: 1 },
+    DefaultPlugin { name: default_preemption::plugin::NAME, weight: 1 },
     DefaultPlugin { name: default_binder::NAME, weight: 1 },
 ];

@@ -243,7 +243,7 @@ fn pod_result(report: CycleReport) -> PodResult {
             result.message = Some(format!("reserved on {node}, waiting for a Permit plugin"));
             result.node = Some(node);
         }
-        Outcome::Unschedulable { message, nominated, rejections } => {
+        Outcome::Unschedulable { message, nominated, rejections, .. } => {
             result.message = Some(match nominated {
                 Some(node) => format!("{message} (nominated node: {node})"),
                 None => message,
@@ -297,6 +297,7 @@ mod tests {
                 Outcome::Unschedulable {
                     message: "0/1 nodes are available: x.".into(),
                     nominated: None,
+                    victims: Vec::new(),
                     rejections: Vec::new(),
                 },
                 (None, Some("0/1 nodes are available: x."), None, BTreeMap::new()),
@@ -305,6 +306,7 @@ mod tests {
                 Outcome::Unschedulable {
                     message: "0/1 nodes are available: x.".into(),
                     nominated: Some("n3".into()),
+                    victims: Vec::new(),
                     rejections: Vec::new(),
                 },
                 (
