@@ -54,11 +54,6 @@ pub enum Command {
         #[arg(short, long, value_enum, default_value_t = OutputFormat::Text)]
         output: OutputFormat,
     },
-    /// What `kolo runtime-proxy` adds to CRI calls (CreateContainer,
-    /// StartContainer, ListContainers), straight at a containerd vs through
-    /// the proxy with a hook server answering every hook (needs root and a
-    /// containerd with the busybox image: `scripts/cluster start
-    /// --runtime-only DIR`, whose DIR/runtime.env names both).
     /// Pending pods bound per second on a real API server by kolo's
     /// scheduler, kube-scheduler v1.20 (adaptive and 100 %
     /// `percentageOfNodesToScore`) and a bind-only client (the ceiling),
@@ -73,6 +68,11 @@ pub enum Command {
         #[arg(short, long, value_enum, default_value_t = OutputFormat::Text)]
         output: OutputFormat,
     },
+    /// What `kolo runtime-proxy` adds to CRI calls (CreateContainer,
+    /// StartContainer, ListContainers), straight at a containerd vs through
+    /// the proxy with a hook server answering every hook (needs root and a
+    /// containerd with the busybox image: `scripts/cluster start
+    /// --runtime-only DIR`, whose DIR/runtime.env names both).
     RuntimeProxy {
         /// The runtime's CRI socket.
         #[arg(long)]

@@ -21,9 +21,11 @@ use tokio::sync::{Semaphore, mpsc};
 use crate::error::KubeError;
 use crate::health::{ActionLabels, Health};
 
-/// Events waiting to be written; more are dropped (10,000 pods bound in
-/// 15 s queue ~650 Events a second, written at ~100–200 a second by two
-/// writers while the API server is busy binding).
+/// Events waiting to be written; more are dropped, as client-go's event
+/// broadcaster (kube-scheduler's) drops beyond its 1,000 queued events.
+/// The writers' requests wait for the client's request permits behind the
+/// binds already waiting, so during a burst of binds the queue fills and
+/// is written once the binds are through.
 pub const EVENT_QUEUE: usize = 1024;
 
 /// Events written at once.
@@ -134,5 +136,32 @@ async fn write_events(
                 tracing::warn!(pod = %pod, reason = %event.reason, error = %e, "could not record Event");
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A client whose requests never get an answer.
+    fn silent_client() -> Client {
+        let service = tower::service_fn(|_: http::Request<kube::client::Body>| {
+            std::future::pending::<Result<http::Response<kube::client::Body>, tower::BoxError>>()
+        });
+        Client::new(service, "default")
+    }
+
+    #[tokio::test]
+    async fn events_beyond_the_queue_are_dropped_and_counted() {
+        let health = Health::new("scheduler");
+        let reports = Reports::new(silent_client(), "kolo-scheduler", "test", health.clone());
+        let pod = PodRef::from_key("ns/p", "uid-1");
+        // The writer task does not run between these calls (one thread, no
+        // await), so exactly EVENT_QUEUE fit and the other 10 are dropped.
+        for _ in 0..EVENT_QUEUE + 10 {
+            reports.scheduled(&pod, "node-1");
+        }
+        let dropped = ActionLabels { action: "event".into(), result: "dropped".into() };
+        assert_eq!(health.actions.get_or_create(&dropped).get(), 10);
     }
 }

@@ -131,6 +131,9 @@ pub struct RunReport {
     /// The process's CPU during the run, seconds (the bind-only run: the
     /// whole bench process, its watch included).
     pub cpu_s: Option<f64>,
+    /// Events kolo's scheduler dropped by the last bind (its Event queue
+    /// was full); none for the other runs.
+    pub events_dropped: Option<u64>,
 }
 
 /// The whole bench's figures.
@@ -277,21 +280,39 @@ fn start_process(
     Ok(Some(Process { child, health_port, _dir: dir }))
 }
 
+/// `GET path` on kolo's health port: the status line's code and the body.
+async fn health_get(port: u16, path: &str) -> Option<(String, String)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.ok()?;
+    let request = format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
+    s.write_all(request.as_bytes()).await.ok()?;
+    let mut answer = Vec::new();
+    s.read_to_end(&mut answer).await.ok()?;
+    let answer = String::from_utf8_lossy(&answer);
+    let (head, body) = answer.split_once("\r\n\r\n")?;
+    Some((head.get(9..12)?.to_string(), body.to_string()))
+}
+
 /// Polls kolo's `/readyz` every 5 ms until it answers 200.
 async fn synced_at(port: u16) -> Instant {
     loop {
-        if let Ok(mut s) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await {
-            use tokio::io::{AsyncReadExt, AsyncWriteExt};
-            let request = b"GET /readyz HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-            let mut answer = Vec::new();
-            let sent = s.write_all(request).await.is_ok();
-            if sent && s.read_to_end(&mut answer).await.is_ok() && answer.get(9..12) == Some(b"200")
-            {
-                return Instant::now();
-            }
+        if health_get(port, "/readyz").await.is_some_and(|(code, _)| code == "200") {
+            return Instant::now();
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
+}
+
+/// kolo's scheduler's Events dropped so far (its queue was full), from
+/// `kolo_scheduler_actions_total{action="event",result="dropped"}`.
+async fn events_dropped(port: u16) -> Option<u64> {
+    let (_, body) = health_get(port, "/metrics").await?;
+    let dropped = body
+        .lines()
+        .filter(|l| l.contains("action=\"event\"") && l.contains("result=\"dropped\""))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>();
+    Some(dropped as u64)
 }
 
 /// Binds every pending pod of `run` round-robin over the nodes through a
@@ -401,6 +422,10 @@ async fn one_run(t: &Target<'_>, kind: RunKind) -> Result<RunReport, BoxError> {
         None => cluster::cpu_seconds(std::process::id()).zip(own_cpu_before).map(|(a, b)| a - b),
     };
     let requests = cluster::apiserver_requests(t.client).await? - requests_before;
+    let events_dropped = match process.as_ref().and_then(|p| p.health_port) {
+        Some(port) => events_dropped(port).await,
+        None => None,
+    };
     drop(process);
     sampler.inspect(|s| s.abort());
     watch.abort();
@@ -430,6 +455,7 @@ async fn one_run(t: &Target<'_>, kind: RunKind) -> Result<RunReport, BoxError> {
         requests_per_pod: requests / pods.max(1) as f64,
         max_connections: peak.load(Ordering::Relaxed),
         cpu_s,
+        events_dropped,
     })
 }
 
@@ -492,6 +518,11 @@ impl Report {
                 r.max_connections,
                 r.cpu_s.map_or("-".to_string(), |c| format!("{c:.1}")),
             )?;
+        }
+        for r in &self.runs {
+            if let Some(dropped) = r.events_dropped {
+                writeln!(out, "{}: {dropped} Events dropped (queue full)", r.run.name())?;
+            }
         }
         if let Some(share) = self.kolo_of_ceiling {
             writeln!(out, "kolo / bind-only (first>last): {:.0} %", share * 100.0)?;
