@@ -43,10 +43,11 @@ pub use sockets::established_connections;
 /// (binds take ~10–20 ms each there) without making it do handshakes.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 16;
 
-/// The fewest connections a client may be limited to: every component
-/// runs at most 7 watches, each holding a connection, and requests need at
-/// least one more.
-pub const MIN_CONNECTIONS: usize = 8;
+/// The fewest connections a client may be limited to: the manager with
+/// its admission webhooks runs 8 watches (nodes, pods, NodeMetrics,
+/// NodeSLOs, its ConfigMap; the webhooks' profiles, namespaces, ConfigMap),
+/// each holding a connection for good, and requests need some more.
+pub const MIN_CONNECTIONS: usize = 12;
 
 /// How a client talks to the API server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

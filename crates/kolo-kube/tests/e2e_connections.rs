@@ -79,10 +79,11 @@ async fn concurrent_requests_keep_within_the_connection_bound() {
     let Some(path) = kubeconfig() else { return };
     let config = config(&path).await;
     let port = config.cluster_url.port_u16().unwrap_or(443);
-    let limits = ConnectionLimits { max_connections: 8 };
+    let limits = ConnectionLimits { max_connections: 12 };
     let (client, counter) = bounded_client(config.clone(), limits).unwrap();
 
-    // A watch holds one of the 8 connections throughout.
+    // A watch holds one of the 12 connections throughout (12 is the least
+    // a client may be limited to).
     let watch = {
         let api = Api::<Namespace>::all(client.clone());
         tokio::spawn(async move {
@@ -93,10 +94,10 @@ async fn concurrent_requests_keep_within_the_connection_bound() {
     let (ok, peak) = burst(client.clone(), port).await;
     assert_eq!(ok, REQUESTS, "every request succeeds");
     eprintln!("bounded client: {peak} connections at once for {REQUESTS} requests");
-    assert!(peak <= 8, "{peak} connections at once, bound 8");
+    assert!(peak <= 12, "{peak} connections at once, bound 12");
     assert!(peak >= 2, "the sampler saw the watch and requests ({peak})");
     let opened = counter.opened();
-    assert!(opened <= 8, "{opened} connections opened for {REQUESTS} requests");
+    assert!(opened <= 12, "{opened} connections opened for {REQUESTS} requests");
     // A second burst reuses the idle connections.
     let (ok, _) = burst(client.clone(), port).await;
     assert_eq!(ok, REQUESTS);

@@ -24,7 +24,7 @@ pub struct ClusterArgs {
     /// TCP connections to the API server open at once (watches included),
     /// also the number of other requests in flight; the rest wait for one.
     /// Reused, so the API server does no TLS handshake per request. At
-    /// least 8 (a component's watches hold up to 7).
+    /// least 12 (the manager's watches hold 8).
     #[arg(long, value_name = "N", default_value_t = kolo_kube::client::DEFAULT_MAX_CONNECTIONS)]
     pub kube_api_connections: usize,
     /// Log format.
