@@ -42,7 +42,7 @@ fn every_run_binds_every_pod_and_the_table_has_its_columns() {
         columns,
         ["run", "bound", "first>last", "start>last", "1st", "bind", "s", "after", "sync"]
             .into_iter()
-            .chain(["req/pod", "max", "conns", "CPU", "s"])
+            .chain(["req/pod", "max", "conns", "CPU", "s", "API", "CPU", "s"])
             .collect::<Vec<_>>(),
         "{text}"
     );

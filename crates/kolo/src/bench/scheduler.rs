@@ -98,6 +98,10 @@ pub struct Args {
     /// client's bound.
     #[arg(long, default_value_t = kolo_kube::client::DEFAULT_MAX_CONNECTIONS)]
     pub kube_api_connections: usize,
+    /// The API server's process id, for its CPU per run when `--kubeconfig`
+    /// names a running one (known when the bench starts it).
+    #[arg(long, value_name = "PID")]
+    pub apiserver_pid: Option<u32>,
     /// A run that has not bound every pod by then stops, seconds.
     #[arg(long, default_value_t = 600)]
     pub timeout_seconds: u64,
@@ -131,6 +135,8 @@ pub struct RunReport {
     /// The process's CPU during the run, seconds (the bind-only run: the
     /// whole bench process, its watch included).
     pub cpu_s: Option<f64>,
+    /// The API server's CPU during the run, seconds, when its pid is known.
+    pub apiserver_cpu_s: Option<f64>,
     /// Events kolo's scheduler dropped by the last bind (its Event queue
     /// was full); none for the other runs.
     pub events_dropped: Option<u64>,
@@ -155,7 +161,7 @@ pub fn run(args: &Args, kolo: &Path) -> Result<Report, BoxError> {
     let runtime =
         tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     match &args.kubeconfig {
-        Some(config) => runtime.block_on(bench(args, kolo, config)),
+        Some(config) => runtime.block_on(bench(args, kolo, config, args.apiserver_pid)),
         None => {
             let dir = tempfile::Builder::new().prefix("kolo-bench-api-").tempdir()?;
             let cluster_dir = dir.path().join("cluster");
@@ -171,7 +177,12 @@ pub fn run(args: &Args, kolo: &Path) -> Result<Report, BoxError> {
                 )
                 .into());
             }
-            let result = runtime.block_on(bench(args, kolo, &cluster_dir.join("kubeconfig")));
+            // DIR/pids: one `NAME PID` line per process the script started.
+            let pids = std::fs::read_to_string(cluster_dir.join("pids")).unwrap_or_default();
+            let apiserver = pids.lines().rev().find_map(|l| l.strip_prefix("kube-apiserver "));
+            let apiserver = apiserver.and_then(|p| p.trim().parse().ok());
+            let config = cluster_dir.join("kubeconfig");
+            let result = runtime.block_on(bench(args, kolo, &config, apiserver));
             let _ = Command::new(&args.cluster_script)
                 .arg("stop")
                 .arg(&cluster_dir)
@@ -182,7 +193,12 @@ pub fn run(args: &Args, kolo: &Path) -> Result<Report, BoxError> {
     }
 }
 
-async fn bench(args: &Args, kolo: &Path, config: &Path) -> Result<Report, BoxError> {
+async fn bench(
+    args: &Args,
+    kolo: &Path,
+    config: &Path,
+    apiserver: Option<u32>,
+) -> Result<Report, BoxError> {
     let limits = kolo_kube::client::ConnectionLimits { max_connections: args.kube_api_connections };
     let client = kolo_kube::client::connect_with(Some(config), limits).await?;
     let file = kube::config::Kubeconfig::read_from(config)?;
@@ -198,8 +214,11 @@ async fn bench(args: &Args, kolo: &Path, config: &Path) -> Result<Report, BoxErr
         cluster::create_pods(&client, &id, "bound", None, args.bound_pods, args.nodes).await?;
         let mut runs = Vec::new();
         for &kind in &args.runs {
-            let run = one_run(&Target { args, kolo, config, client: &client, id: &id, port }, kind)
-                .await?;
+            let run = one_run(
+                &Target { args, kolo, config, client: &client, id: &id, port, apiserver },
+                kind,
+            )
+            .await?;
             eprintln!(
                 "{}: {}/{} bound, {:.0} pods/s",
                 kind.name(),
@@ -371,6 +390,8 @@ struct Target<'a> {
     id: &'a str,
     /// The API server's port.
     port: u16,
+    /// The API server's pid, if known.
+    apiserver: Option<u32>,
 }
 
 /// Samples a process's established connections to `port` every 10 ms,
@@ -395,6 +416,7 @@ async fn one_run(t: &Target<'_>, kind: RunKind) -> Result<RunReport, BoxError> {
     let (binds, watch) = cluster::watch_binds(t.client, t.id, run).await?;
     let requests_before = cluster::apiserver_requests(t.client).await?;
     let own_cpu_before = cluster::cpu_seconds(std::process::id());
+    let apiserver_cpu_before = t.apiserver.and_then(cluster::cpu_seconds);
     let start = Instant::now();
     let mut process = start_process(args, t.kolo, t.config, kind)?;
     let peak = Arc::new(AtomicUsize::new(0));
@@ -422,6 +444,8 @@ async fn one_run(t: &Target<'_>, kind: RunKind) -> Result<RunReport, BoxError> {
         None => cluster::cpu_seconds(std::process::id()).zip(own_cpu_before).map(|(a, b)| a - b),
     };
     let requests = cluster::apiserver_requests(t.client).await? - requests_before;
+    let apiserver_cpu_s =
+        t.apiserver.and_then(cluster::cpu_seconds).zip(apiserver_cpu_before).map(|(a, b)| a - b);
     let events_dropped = match process.as_ref().and_then(|p| p.health_port) {
         Some(port) => events_dropped(port).await,
         None => None,
@@ -455,6 +479,7 @@ async fn one_run(t: &Target<'_>, kind: RunKind) -> Result<RunReport, BoxError> {
         requests_per_pod: requests / pods.max(1) as f64,
         max_connections: peak.load(Ordering::Relaxed),
         cpu_s,
+        apiserver_cpu_s,
         events_dropped,
     })
 }
@@ -492,7 +517,7 @@ impl Report {
         writeln!(out, "scheduler bench: {} nodes, {} bound pods", self.nodes, self.bound_pods)?;
         writeln!(
             out,
-            "{:<19} {:>11} {:>11} {:>11} {:>11} {:>11} {:>8} {:>9} {:>6}",
+            "{:<19} {:>11} {:>11} {:>11} {:>11} {:>11} {:>8} {:>9} {:>6} {:>9}",
             "run",
             "bound",
             "first>last",
@@ -501,13 +526,14 @@ impl Report {
             "after sync",
             "req/pod",
             "max conns",
-            "CPU s"
+            "CPU s",
+            "API CPU s"
         )?;
         let secs = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
         for r in &self.runs {
             writeln!(
                 out,
-                "{:<19} {:>11} {:>11.0} {:>11.0} {:>11} {:>11} {:>8.2} {:>9} {:>6}",
+                "{:<19} {:>11} {:>11.0} {:>11.0} {:>11} {:>11} {:>8.2} {:>9} {:>6} {:>9}",
                 r.run.name(),
                 format!("{}/{}", r.bound, r.pods),
                 r.first_to_last_pods_per_s,
@@ -517,6 +543,7 @@ impl Report {
                 r.requests_per_pod,
                 r.max_connections,
                 r.cpu_s.map_or("-".to_string(), |c| format!("{c:.1}")),
+                r.apiserver_cpu_s.map_or("-".to_string(), |c| format!("{c:.1}")),
             )?;
         }
         for r in &self.runs {
