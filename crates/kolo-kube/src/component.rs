@@ -22,6 +22,8 @@ pub struct Settings {
     pub kubeconfig: Option<PathBuf>,
     /// Where `/healthz`, `/readyz` and `/metrics` are served.
     pub health_listen: SocketAddr,
+    /// TCP connections to the API server and requests in flight at once.
+    pub connections: crate::client::ConnectionLimits,
 }
 
 /// Leader election: whether to elect, and the Lease.
@@ -88,7 +90,9 @@ where
         let health = Health::new(component);
         let addr = health::serve(settings.health_listen, health.clone()).await?;
         tracing::info!(component, %addr, "serving /healthz, /readyz and /metrics");
-        let client = crate::client::connect(settings.kubeconfig.as_deref()).await?;
+        let client =
+            crate::client::connect_with(settings.kubeconfig.as_deref(), settings.connections)
+                .await?;
         let work = async {
             let leadership = match leader {
                 Some((election, name)) => lead(&client, election, name, &health).await,

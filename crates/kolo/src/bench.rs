@@ -8,6 +8,8 @@ use kolo_bench::{agent_overhead, interference};
 
 use crate::OutputFormat;
 
+pub mod scheduler;
+
 type BoxError = Box<dyn Error + Send + Sync>;
 
 /// `kolo bench` subcommands.
@@ -48,6 +50,20 @@ pub enum Command {
         /// The runs.
         #[command(flatten)]
         args: interference::Args,
+        /// Output format.
+        #[arg(short, long, value_enum, default_value_t = OutputFormat::Text)]
+        output: OutputFormat,
+    },
+    /// Pending pods bound per second on a real API server by kolo's
+    /// scheduler, kube-scheduler v1.20 (adaptive and 100 %
+    /// `percentageOfNodesToScore`) and a bind-only client (the ceiling),
+    /// one after another on fresh pod sets; with the API server's requests
+    /// per pod, each process's connections to it and CPU (needs root to
+    /// start the API server, or `--kubeconfig`).
+    Scheduler {
+        /// The runs.
+        #[command(flatten)]
+        args: scheduler::Args,
         /// Output format.
         #[arg(short, long, value_enum, default_value_t = OutputFormat::Text)]
         output: OutputFormat,
@@ -110,6 +126,13 @@ pub fn run(command: Command, out: &mut dyn Write) -> Result<(), BoxError> {
             match output {
                 OutputFormat::Json => crate::write_json(&figures, out)?,
                 OutputFormat::Text => write_proxy_figures(&config, &figures, out)?,
+            }
+        }
+        Command::Scheduler { args, output } => {
+            let report = scheduler::run(&args, &agent)?;
+            match output {
+                OutputFormat::Json => crate::write_json(&report, out)?,
+                OutputFormat::Text => report.write_text(out)?,
             }
         }
         Command::Interference { args, output } => {

@@ -21,6 +21,12 @@ pub struct ClusterArgs {
     /// Where `/healthz`, `/readyz` and `/metrics` are served (plain HTTP).
     #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:10251")]
     pub health_listen: SocketAddr,
+    /// TCP connections to the API server open at once (watches included),
+    /// also the number of other requests in flight; the rest wait for one.
+    /// Reused, so the API server does no TLS handshake per request. At
+    /// least 12 (the manager's watches hold 8).
+    #[arg(long, value_name = "N", default_value_t = kolo_kube::client::DEFAULT_MAX_CONNECTIONS)]
+    pub kube_api_connections: usize,
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -73,6 +79,13 @@ impl ClusterArgs {
     /// Starts logging and returns the component's settings.
     pub fn settings(&self, name: &'static str) -> Settings {
         crate::logging::init(self.log_format);
-        Settings { name, kubeconfig: self.kubeconfig.clone(), health_listen: self.health_listen }
+        Settings {
+            name,
+            kubeconfig: self.kubeconfig.clone(),
+            health_listen: self.health_listen,
+            connections: kolo_kube::client::ConnectionLimits {
+                max_connections: self.kube_api_connections,
+            },
+        }
     }
 }

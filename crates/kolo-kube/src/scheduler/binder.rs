@@ -94,7 +94,7 @@ impl Binder for KubeBinder {
             match &result {
                 Ok(()) => {
                     tracing::info!(pod = %request.pod, node = %request.node, "bound");
-                    reports.scheduled(&pod, &request.node).await;
+                    reports.scheduled(&pod, &request.node);
                 }
                 // A pod someone else bound (409), or deleted (404), is
                 // forgotten and its watch event corrects the cache.

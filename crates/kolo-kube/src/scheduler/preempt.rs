@@ -78,7 +78,7 @@ pub async fn preempt(
         match result {
             Ok(_) => {
                 tracing::info!(victim = %victim.pod, preemptor = %preemptor, %node, "preempted");
-                reports.preempted(&target, &note).await;
+                reports.preempted(&target, &note);
             }
             Err(e) => {
                 tracing::warn!(error = %e, preemptor = %preemptor, "could not evict victim");
@@ -98,7 +98,7 @@ pub async fn preempt(
         let e = KubeError::api("patch status of", format!("Pod/{preemptor}"), e);
         tracing::warn!(error = %e, "could not set nominatedNodeName");
     }
-    reports.preempting(&preemptor, &node, victims.len()).await;
+    reports.preempting(&preemptor, &node, victims.len());
     true
 }
 

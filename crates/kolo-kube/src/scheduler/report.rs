@@ -1,5 +1,12 @@
 //! What the scheduler tells the cluster about a pod: Events and the
 //! `PodScheduled` condition.
+//!
+//! Events must not cost a bind: they go through a bounded queue that at
+//! most [`EVENT_WRITERS`] requests drain at once (so they never take more
+//! than that many of the client's connections), and an Event that finds
+//! the queue full is dropped and counted
+//! (`kolo_scheduler_actions_total{action="event",result="dropped"}`), as
+//! kube-scheduler's event broadcaster drops under pressure.
 
 use std::sync::Arc;
 
@@ -9,9 +16,20 @@ use kolo_core::PodRef;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Api, Client};
+use tokio::sync::{Semaphore, mpsc};
 
 use crate::error::KubeError;
-use crate::health::Health;
+use crate::health::{ActionLabels, Health};
+
+/// Events waiting to be written; more are dropped, as client-go's event
+/// broadcaster (kube-scheduler's) drops beyond its 1,000 queued events.
+/// The writers' requests wait for the client's request permits behind the
+/// binds already waiting, so during a burst of binds the queue fills and
+/// is written once the binds are through.
+pub const EVENT_QUEUE: usize = 1024;
+
+/// Events written at once.
+pub const EVENT_WRITERS: usize = 2;
 
 /// The object an Event about `pod` is about.
 fn object_reference(pod: &PodRef) -> ObjectReference {
@@ -25,26 +43,33 @@ fn object_reference(pod: &PodRef) -> ObjectReference {
     }
 }
 
+/// An Event waiting in the queue, and the pod it is about.
+type QueuedEvent = (PodRef, Event);
+
 /// Records Events as `reporter` (`kolo-scheduler` and this instance) and
 /// patches pod conditions.
 #[derive(Clone)]
 pub struct Reports {
     client: Client,
-    recorder: Recorder,
+    events: mpsc::Sender<QueuedEvent>,
     health: Arc<Health>,
 }
 
 impl Reports {
-    /// Reports written through `client`.
+    /// Reports written through `client`; starts the Event writer on the
+    /// current tokio runtime.
     pub fn new(client: Client, controller: &str, instance: &str, health: Arc<Health>) -> Reports {
         let reporter = Reporter { controller: controller.into(), instance: Some(instance.into()) };
-        Reports { recorder: Recorder::new(client.clone(), reporter), client, health }
+        let recorder = Recorder::new(client.clone(), reporter);
+        let (events, queue) = mpsc::channel(EVENT_QUEUE);
+        tokio::spawn(write_events(recorder, queue, health.clone()));
+        Reports { client, events, health }
     }
 
-    /// The `Scheduled` Event of a bound pod.
-    pub async fn scheduled(&self, pod: &PodRef, node: &str) {
+    /// Queues the `Scheduled` Event of a bound pod.
+    pub fn scheduled(&self, pod: &PodRef, node: &str) {
         let note = format!("Successfully assigned {pod} to {node}");
-        self.event(pod, EventType::Normal, "Scheduled", "Binding", note).await;
+        self.event(pod, EventType::Normal, "Scheduled", "Binding", note);
     }
 
     /// The `FailedScheduling` Event with the explanation, and the pod's
@@ -52,7 +77,7 @@ impl Reports {
     /// `SchedulerError` for errors) with the same message, as kube-scheduler
     /// writes them.
     pub async fn failed(&self, pod: &PodRef, unschedulable: bool, message: &str) {
-        self.event(pod, EventType::Warning, "FailedScheduling", "Scheduling", message.into()).await;
+        self.event(pod, EventType::Warning, "FailedScheduling", "Scheduling", message.into());
         let reason = if unschedulable { "Unschedulable" } else { "SchedulerError" };
         let patch = serde_json::json!({"status": {"conditions": [{
             "type": "PodScheduled",
@@ -74,27 +99,21 @@ impl Reports {
         }
     }
 
-    /// The `Preempted` Event on a victim (`Preempted by ns/name on node n`,
-    /// kube-scheduler's wording).
-    pub async fn preempted(&self, victim: &PodRef, note: &str) {
-        self.event(victim, EventType::Normal, "Preempted", "Preempting", note.into()).await;
+    /// Queues the `Preempted` Event on a victim (`Preempted by ns/name on
+    /// node n`, kube-scheduler's wording).
+    pub fn preempted(&self, victim: &PodRef, note: &str) {
+        self.event(victim, EventType::Normal, "Preempted", "Preempting", note.into());
     }
 
-    /// The `Preempting` Event on the preemptor: which node, how many
+    /// Queues the `Preempting` Event on the preemptor: which node, how many
     /// victims.
-    pub async fn preempting(&self, preemptor: &PodRef, node: &str, victims: usize) {
+    pub fn preempting(&self, preemptor: &PodRef, node: &str, victims: usize) {
         let note = format!("Preempting {victims} pod(s) on node {node}; nominated node: {node}");
-        self.event(preemptor, EventType::Normal, "Preempting", "Preempting", note).await;
+        self.event(preemptor, EventType::Normal, "Preempting", "Preempting", note);
     }
 
-    async fn event(
-        &self,
-        pod: &PodRef,
-        type_: EventType,
-        reason: &str,
-        action: &str,
-        note: String,
-    ) {
+    /// Queues an Event, or drops and counts it when the queue is full.
+    fn event(&self, pod: &PodRef, type_: EventType, reason: &str, action: &str, note: String) {
         let event = Event {
             type_,
             reason: reason.into(),
@@ -103,10 +122,59 @@ impl Reports {
             action: action.into(),
             secondary: None,
         };
-        let result = self.recorder.publish(&event, &object_reference(pod)).await;
-        self.health.count("event", &result);
-        if let Err(e) = result {
-            tracing::warn!(pod = %pod, reason, error = %e, "could not record Event");
+        if self.events.try_send((pod.clone(), event)).is_err() {
+            let labels = ActionLabels { action: "event".into(), result: "dropped".into() };
+            self.health.actions.get_or_create(&labels).inc();
+            tracing::debug!(pod = %pod, reason, "Event queue full; Event dropped");
         }
+    }
+}
+
+/// Writes the queued Events, [`EVENT_WRITERS`] at a time, until every
+/// [`Reports`] is gone.
+async fn write_events(
+    recorder: Recorder,
+    mut queue: mpsc::Receiver<QueuedEvent>,
+    health: Arc<Health>,
+) {
+    let writers = Arc::new(Semaphore::new(EVENT_WRITERS));
+    while let Some((pod, event)) = queue.recv().await {
+        let Ok(permit) = writers.clone().acquire_owned().await else { return };
+        let (recorder, health) = (recorder.clone(), health.clone());
+        tokio::spawn(async move {
+            let result = recorder.publish(&event, &object_reference(&pod)).await;
+            drop(permit);
+            health.count("event", &result);
+            if let Err(e) = result {
+                tracing::warn!(pod = %pod, reason = %event.reason, error = %e, "could not record Event");
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A client whose requests never get an answer.
+    fn silent_client() -> Client {
+        let service = tower::service_fn(|_: http::Request<kube::client::Body>| {
+            std::future::pending::<Result<http::Response<kube::client::Body>, tower::BoxError>>()
+        });
+        Client::new(service, "default")
+    }
+
+    #[tokio::test]
+    async fn events_beyond_the_queue_are_dropped_and_counted() {
+        let health = Health::new("scheduler");
+        let reports = Reports::new(silent_client(), "kolo-scheduler", "test", health.clone());
+        let pod = PodRef::from_key("ns/p", "uid-1");
+        // The writer task does not run between these calls (one thread, no
+        // await), so exactly EVENT_QUEUE fit and the other 10 are dropped.
+        for _ in 0..EVENT_QUEUE + 10 {
+            reports.scheduled(&pod, "node-1");
+        }
+        let dropped = ActionLabels { action: "event".into(), result: "dropped".into() };
+        assert_eq!(health.actions.get_or_create(&dropped).get(), 10);
     }
 }
