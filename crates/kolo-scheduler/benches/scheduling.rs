@@ -296,7 +296,8 @@ fn setup(shape: Shape) -> Scheduler {
         s.apply_node_metric(node_metric(i), now());
     }
     for i in 0..shape.initial_pods {
-        let running = pod("running", i, Some(format!("node-{}", i % shape.nodes)), shape.images_host_ports);
+        let running =
+            pod("running", i, Some(format!("node-{}", i % shape.nodes)), shape.images_host_ports);
         s.apply_pod(with_terms(running, shape.terms), now()).unwrap();
     }
     for i in 0..shape.pods {
@@ -365,7 +366,7 @@ const PREEMPTION_NODES: usize = 500;
 /// A pod of `cpu` with an explicit priority (no class label: koord-prod by
 /// its QoS).
 fn priority_pod(prefix: &str, i: usize, cpu: &str, priority: i32, node: Option<String>) -> Pod {
-    let mut p = pod(prefix, i, node);
+    let mut p = pod(prefix, i, node, false);
     let spec = p.spec.as_mut().unwrap();
     spec.priority = Some(priority);
     let requests = quantities(&[("cpu", cpu.into()), ("memory", "500Mi".into())]);
@@ -380,7 +381,7 @@ fn preemption_setup() -> Scheduler {
         Scheduler::new(&config, &registry(), DEFAULT_PLUGINS, Arc::new(InMemoryBinder::new()))
             .unwrap();
     for i in 0..PREEMPTION_NODES {
-        s.apply_node(node(i), now()).unwrap();
+        s.apply_node(node(i, false), now()).unwrap();
         for k in 0..4 {
             let low = priority_pod("low", i * 4 + k, "900m", 1000, Some(format!("node-{i}")));
             s.apply_pod(low, now()).unwrap();

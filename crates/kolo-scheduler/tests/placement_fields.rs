@@ -103,7 +103,13 @@ const FIELDS: &[(&str, Class)] = &[
             "kolo-core pod::tests::overhead_added_to_requests_and_nonzero_limits",
         ),
     ),
-    ("preemptionPolicy", Honoured("DefaultPreemption (PostFilter)", "tests/preemption.rs preemption_policy_never_does_not_preempt")),
+    (
+        "preemptionPolicy",
+        Honoured(
+            "DefaultPreemption (PostFilter)",
+            "tests/preemption.rs preemption_policy_never_does_not_preempt",
+        ),
+    ),
     ("priority", Honoured("PrioritySort", "plugins::priority_sort::tests::priority_then_age")),
     (
         "priorityClassName",
@@ -139,10 +145,7 @@ const FIELDS: &[(&str, Class)] = &[
     ("subdomain", NotPlacement("DNS")),
     ("terminationGracePeriodSeconds", NotPlacement("shutdown timing")),
     ("tolerations", Honoured("TaintToleration", "plugins::taint_toleration::tests::filter_table")),
-    (
-        "topologySpreadConstraints",
-        Honoured("PodTopologySpread", "tests/pod_topology_spread.rs"),
-    ),
+    ("topologySpreadConstraints", Honoured("PodTopologySpread", "tests/pod_topology_spread.rs")),
     (
         "volumes",
         Partly(
@@ -434,5 +437,63 @@ fn image_locality_prefers_the_node_with_the_image() {
             assert_eq!(scores.get("ImageLocality"), Some(&28), "{scores:?}");
         }
         other => panic!("{other:?}"),
+    }
+}
+
+/// A node with 4 CPUs reporting `registry.example/app:v1` of `image_mb` MB
+/// (none when 0).
+fn image_node(name: &str, image_mb: i64) -> Node {
+    let images = if image_mb == 0 {
+        String::new()
+    } else {
+        format!(
+            "  images: [{{names: ['registry.example/app:v1'], sizeBytes: {}}}]\n",
+            image_mb * 1024 * 1024
+        )
+    };
+    serde_saphyr::from_str(&format!(
+        "metadata: {{name: {name}, labels: {{kubernetes.io/hostname: {name}}}}}\nstatus:\n  allocatable: {{cpu: '4', memory: 8Gi, pods: '110'}}\n{images}"
+    ))
+    .unwrap()
+}
+
+/// ImageLocality scores a node by how many *other* nodes have the image, so
+/// when one node's image list changes, the equivalence cache must not reuse
+/// another node's score (`Plugin::cross_node_epoch`), while an update that
+/// leaves images alone keeps the cache's per-node reuse.
+#[test]
+fn an_image_appearing_on_one_node_rescores_the_others_with_the_cache_on() {
+    let pod = |name: &str| {
+        pod(
+            name,
+            "containers: [{name: c, image: 'registry.example/app:v1', resources: {requests: {cpu: '3'}}}]",
+        )
+    };
+    for cache in [true, false] {
+        let config = SchedulerConfig::from_yaml("{}").unwrap();
+        let mut s =
+            Scheduler::new(&config, &registry(), DEFAULT_PLUGINS, Arc::new(InMemoryBinder::new()))
+                .unwrap();
+        s.set_equivalence_cache(cache);
+        // Spread 2/4: e 1000 MB → 500 (48), b 600 MB → 300 (28).
+        for (name, mb) in [("b", 600), ("c", 0), ("d", 0), ("e", 1000)] {
+            s.apply_node(image_node(name, mb), t(0)).unwrap();
+        }
+        s.apply_pod(pod("p1"), t(0)).unwrap();
+        let first = s.schedule_next(t(0)).unwrap();
+        assert!(matches!(&first.outcome, Outcome::Scheduled { node, .. } if node == "e"), "{first:?}");
+        // e is full for a 3-CPU pod now. c gets the image (500 MB): spread
+        // 3/4, so c → 375 (36) and b → 450 (43). A stale b (28) would lose
+        // to c.
+        s.apply_node(image_node("c", 500), t(1)).unwrap();
+        s.apply_pod(pod("p2"), t(1)).unwrap();
+        let second = s.schedule_next(t(1)).unwrap();
+        match &second.outcome {
+            Outcome::Scheduled { node, scores, .. } => {
+                assert_eq!(node, "b", "cache {cache}: {scores:?}");
+                assert_eq!(scores.get("ImageLocality"), Some(&43), "cache {cache}: {scores:?}");
+            }
+            other => panic!("cache {cache}: {other:?}"),
+        }
     }
 }

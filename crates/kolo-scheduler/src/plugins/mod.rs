@@ -3,9 +3,9 @@
 
 pub mod balanced_allocation;
 pub mod default_binder;
+pub mod default_preemption;
 pub mod image_locality;
 pub mod inter_pod_affinity;
-pub mod default_preemption;
 pub mod load_aware;
 pub mod node_affinity;
 pub mod node_name;

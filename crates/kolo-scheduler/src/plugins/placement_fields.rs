@@ -164,10 +164,17 @@ mod tests {
                 Some(format!("spec.containers[].resources.claims: {DRA}")),
             ),
             (
-                format!("{c}, volumes: [{{name: a, emptyDir: {{}}}}, {{name: d, persistentVolumeClaim: {{claimName: data}}}}]"),
+                format!(
+                    "{c}, volumes: [{{name: a, emptyDir: {{}}}}, {{name: d, persistentVolumeClaim: {{claimName: data}}}}]"
+                ),
                 Some(format!("spec.volumes[].persistentVolumeClaim: {BINDING}")),
             ),
-            (format!("{c}, volumes: [{{name: a, emptyDir: {{}}}}, {{name: s, secret: {{secretName: x}}}}]"), None),
+            (
+                format!(
+                    "{c}, volumes: [{{name: a, emptyDir: {{}}}}, {{name: s, secret: {{secretName: x}}}}]"
+                ),
+                None,
+            ),
             (
                 format!("{c}, volumes: [{{name: d, rbd: {{monitors: [m], image: i}}}}]"),
                 Some(format!("spec.volumes[].rbd: {LIMITS}")),
