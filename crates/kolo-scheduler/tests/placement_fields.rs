@@ -481,7 +481,10 @@ fn an_image_appearing_on_one_node_rescores_the_others_with_the_cache_on() {
         }
         s.apply_pod(pod("p1"), t(0)).unwrap();
         let first = s.schedule_next(t(0)).unwrap();
-        assert!(matches!(&first.outcome, Outcome::Scheduled { node, .. } if node == "e"), "{first:?}");
+        assert!(
+            matches!(&first.outcome, Outcome::Scheduled { node, .. } if node == "e"),
+            "{first:?}"
+        );
         // e is full for a 3-CPU pod now. c gets the image (500 MB): spread
         // 3/4, so c → 375 (36) and b → 450 (43). A stale b (28) would lose
         // to c.

@@ -54,6 +54,7 @@ use kolo_scheduler::binder::{BindCompletion, BindRequest, Binder};
 use kolo_scheduler::config::ConfigError;
 use kolo_scheduler::framework::PodInfo;
 use kolo_scheduler::plugins::{DEFAULT_PLUGINS, registry};
+use kolo_scheduler::profile::DefaultPlugin;
 use kolo_scheduler::scheduler::{ApplyError, Scheduler};
 use rayon::prelude::*;
 
@@ -453,6 +454,17 @@ pub fn run(
     Ok(run.finish(&nodes, records))
 }
 
+/// The scheduler's default plugins without DefaultPreemption: the
+/// simulator carries out binds only, not the evictions a preemption asks
+/// for, so a nomination would hold its node's room for good.
+fn sim_plugins() -> Vec<DefaultPlugin> {
+    DEFAULT_PLUGINS
+        .iter()
+        .filter(|p| p.name != kolo_scheduler::plugins::default_preemption::plugin::NAME)
+        .copied()
+        .collect()
+}
+
 impl<'a> Run<'a> {
     fn new(
         scenario: &'a Scenario,
@@ -463,7 +475,7 @@ impl<'a> Run<'a> {
         let start: Timestamp = START.parse().unwrap_or(Timestamp::UNIX_EPOCH);
         let binder = Arc::new(SimBinder::default());
         let mut scheduler =
-            Scheduler::new(&policy.scheduler, &registry(), DEFAULT_PLUGINS, binder.clone())
+            Scheduler::new(&policy.scheduler, &registry(), &sim_plugins(), binder.clone())
                 .map_err(|source| EngineError::Scheduler { policy: policy.name.clone(), source })?;
         let paths = agent::pod_paths();
         let strategies = agent::strategies();
