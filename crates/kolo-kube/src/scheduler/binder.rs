@@ -89,7 +89,9 @@ impl Binder for KubeBinder {
         self.runtime.spawn(async move {
             let request = completion.request().clone();
             let pod = PodRef::from_key(&request.pod, &request.uid);
+            let in_flight = reports.bind_started();
             let result = bind(client, &request, &pod).await;
+            drop(in_flight);
             health.count("bind", &result);
             match &result {
                 Ok(()) => {

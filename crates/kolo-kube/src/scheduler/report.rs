@@ -3,12 +3,15 @@
 //!
 //! Events must not cost a bind: they go through a bounded queue that at
 //! most [`EVENT_WRITERS`] requests drain at once (so they never take more
-//! than that many of the client's connections), and an Event that finds
-//! the queue full is dropped and counted
+//! than that many of the client's connections), and only while no bind is
+//! in flight ([`BindsInFlight`]): on a busy API server every write costs
+//! the others, so a burst of binds goes through first and its Events
+//! follow. An Event that finds the queue full is dropped and counted
 //! (`kolo_scheduler_actions_total{action="event",result="dropped"}`), as
 //! kube-scheduler's event broadcaster drops under pressure.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use k8s_openapi::api::core::v1::{ObjectReference, Pod};
 use k8s_openapi::jiff::Timestamp;
@@ -16,7 +19,7 @@ use kolo_core::PodRef;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Api, Client};
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::{Notify, Semaphore, mpsc};
 
 use crate::error::KubeError;
 use crate::health::{ActionLabels, Health};
@@ -43,6 +46,42 @@ fn object_reference(pod: &PodRef) -> ObjectReference {
     }
 }
 
+/// The binds in flight, which Event writers wait out.
+#[derive(Clone, Default)]
+pub struct BindsInFlight(Arc<(AtomicUsize, Notify)>);
+
+/// One bind in flight, until dropped.
+pub struct BindInFlight(BindsInFlight);
+
+impl BindsInFlight {
+    /// Counts a bind until the returned guard is dropped.
+    pub fn start(&self) -> BindInFlight {
+        self.0.0.fetch_add(1, Ordering::SeqCst);
+        BindInFlight(self.clone())
+    }
+
+    /// Returns once no bind is in flight.
+    async fn idle(&self) {
+        loop {
+            // Created before the check: a bind ending in between still
+            // wakes it (`notify_waiters` reaches every `Notified` made).
+            let ended = self.0.1.notified();
+            if self.0.0.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            ended.await;
+        }
+    }
+}
+
+impl Drop for BindInFlight {
+    fn drop(&mut self) {
+        if self.0.0.0.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.0.1.notify_waiters();
+        }
+    }
+}
+
 /// An Event waiting in the queue, and the pod it is about.
 type QueuedEvent = (PodRef, Event);
 
@@ -52,6 +91,7 @@ type QueuedEvent = (PodRef, Event);
 pub struct Reports {
     client: Client,
     events: mpsc::Sender<QueuedEvent>,
+    binds: BindsInFlight,
     health: Arc<Health>,
 }
 
@@ -62,8 +102,14 @@ impl Reports {
         let reporter = Reporter { controller: controller.into(), instance: Some(instance.into()) };
         let recorder = Recorder::new(client.clone(), reporter);
         let (events, queue) = mpsc::channel(EVENT_QUEUE);
-        tokio::spawn(write_events(recorder, queue, health.clone()));
-        Reports { client, events, health }
+        let binds = BindsInFlight::default();
+        tokio::spawn(write_events(recorder, queue, binds.clone(), health.clone()));
+        Reports { client, events, binds, health }
+    }
+
+    /// Counts a bind in flight until the guard is dropped: Events wait.
+    pub fn bind_started(&self) -> BindInFlight {
+        self.binds.start()
     }
 
     /// Queues the `Scheduled` Event of a bound pod.
@@ -130,15 +176,17 @@ impl Reports {
     }
 }
 
-/// Writes the queued Events, [`EVENT_WRITERS`] at a time, until every
-/// [`Reports`] is gone.
+/// Writes the queued Events, [`EVENT_WRITERS`] at a time and only while
+/// no bind is in flight, until every [`Reports`] is gone.
 async fn write_events(
     recorder: Recorder,
     mut queue: mpsc::Receiver<QueuedEvent>,
+    binds: BindsInFlight,
     health: Arc<Health>,
 ) {
     let writers = Arc::new(Semaphore::new(EVENT_WRITERS));
     while let Some((pod, event)) = queue.recv().await {
+        binds.idle().await;
         let Ok(permit) = writers.clone().acquire_owned().await else { return };
         let (recorder, health) = (recorder.clone(), health.clone());
         tokio::spawn(async move {
@@ -176,5 +224,26 @@ mod tests {
         }
         let dropped = ActionLabels { action: "event".into(), result: "dropped".into() };
         assert_eq!(health.actions.get_or_create(&dropped).get(), 10);
+    }
+
+    #[tokio::test]
+    async fn events_wait_until_no_bind_is_in_flight() {
+        let binds = BindsInFlight::default();
+        let (first, second) = (binds.start(), binds.start());
+        let waiter = tokio::spawn({
+            let binds = binds.clone();
+            async move { binds.idle().await }
+        });
+        drop(first);
+        tokio::task::yield_now().await;
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        assert!(!waiter.is_finished(), "one bind is still in flight");
+        drop(second);
+        tokio::time::timeout(std::time::Duration::from_secs(10), waiter)
+            .await
+            .expect("the last bind's end wakes the writer")
+            .unwrap();
+        // Idle already: returns at once.
+        binds.idle().await;
     }
 }

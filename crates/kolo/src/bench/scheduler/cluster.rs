@@ -113,9 +113,27 @@ pub async fn create_pods(
 /// graceful deletion) and waits until they are gone.
 pub async fn delete_pods(client: &Client, id: &str, run: &str) -> Result<(), BoxError> {
     let api: Api<Pod> = Api::namespaced(client.clone(), id);
-    let selector = ListParams::default().labels(&format!("{RUN_LABEL}={run}"));
+    delete_all(&api, &ListParams::default().labels(&format!("{RUN_LABEL}={run}"))).await
+}
+
+/// Deletes the objects `selector` picks at once (grace 0) and waits until
+/// they are gone. Deleting thousands takes the API server longer than its
+/// request timeout (60 s): it answers 500 "context deadline exceeded" and
+/// keeps deleting, so a timed-out call is repeated.
+async fn delete_all<K>(api: &Api<K>, selector: &ListParams) -> Result<(), BoxError>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
     let params = DeleteParams { grace_period_seconds: Some(0), ..DeleteParams::default() };
-    api.delete_collection(&params, &selector).await?;
+    for attempt in 1..=20 {
+        match api.delete_collection(&params, selector).await {
+            Ok(_) => break,
+            Err(kube::Error::Api(status)) if matches!(status.code, 500 | 504) && attempt < 20 => {
+                tracing::info!(attempt, "a collection delete timed out on the API server; again");
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
     while !api.list_metadata(&selector.clone().limit(1)).await?.items.is_empty() {
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
@@ -125,10 +143,9 @@ pub async fn delete_pods(client: &Client, id: &str, run: &str) -> Result<(), Box
 /// Deletes the bench's namespace (its pods first, at once) and nodes.
 pub async fn clean_up(client: &Client, id: &str) -> Result<(), BoxError> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), id);
-    let now = DeleteParams { grace_period_seconds: Some(0), ..DeleteParams::default() };
-    pods.delete_collection(&now, &ListParams::default()).await?;
+    delete_all(&pods, &ListParams::default()).await?;
     let nodes: Api<Node> = Api::all(client.clone());
-    nodes.delete_collection(&now, &ListParams::default().labels(&format!("{LABEL}={id}"))).await?;
+    delete_all(&nodes, &ListParams::default().labels(&format!("{LABEL}={id}"))).await?;
     let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
     namespaces.delete(id, &DeleteParams::default()).await?;
     // The namespace controller's last step (a test API server has none):
