@@ -97,15 +97,47 @@ pub async fn connect_with(
     })
 }
 
-/// How many TCP connections a client has opened so far (tests and benches
-/// read it; the sockets themselves are counted from `/proc/net/tcp`).
+/// How many TCP connections a client has opened so far and held at once
+/// (tests and benches read it; the sockets themselves are counted from
+/// `/proc/net/tcp`).
 #[derive(Debug, Clone, Default)]
-pub struct ConnectionCounter(Arc<AtomicU64>);
+pub struct ConnectionCounter(Arc<ConnectionCounts>);
+
+#[derive(Debug, Default)]
+struct ConnectionCounts {
+    opened: AtomicU64,
+    open: AtomicU64,
+    peak: AtomicU64,
+}
 
 impl ConnectionCounter {
     /// Connections opened since the client was built.
     pub fn opened(&self) -> u64 {
-        self.0.load(Ordering::Relaxed)
+        self.0.opened.load(Ordering::Relaxed)
+    }
+
+    /// The most connections open at once since the client was built (a
+    /// connection the server closed and the client opened again counts
+    /// once in this, twice in [`opened`](Self::opened)).
+    pub fn peak(&self) -> u64 {
+        self.0.peak.load(Ordering::Relaxed)
+    }
+
+    /// Counts a connection opened, until the returned guard is dropped.
+    fn open(&self) -> OpenConnection {
+        self.0.opened.fetch_add(1, Ordering::Relaxed);
+        let open = self.0.open.fetch_add(1, Ordering::SeqCst) + 1;
+        self.0.peak.fetch_max(open, Ordering::SeqCst);
+        OpenConnection(self.clone())
+    }
+}
+
+/// One open connection in a [`ConnectionCounter`], until dropped.
+struct OpenConnection(ConnectionCounter);
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.0.0.open.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -257,16 +289,16 @@ where
         Box::pin(async move {
             let permit = permits.acquire_owned().await.map_err(BoxError::from)?;
             let io = inner.call(uri).await.map_err(Into::into)?;
-            opened.0.fetch_add(1, Ordering::Relaxed);
-            Ok(CappedConnection { io, _permit: permit })
+            Ok(CappedConnection { io, _permit: permit, _counted: opened.open() })
         })
     }
 }
 
-/// A connection holding its connector permit.
+/// A connection holding its connector permit, counted while open.
 struct CappedConnection<T> {
     io: T,
     _permit: OwnedSemaphorePermit,
+    _counted: OpenConnection,
 }
 
 impl<T: Connection> Connection for CappedConnection<T> {
@@ -351,6 +383,18 @@ mod tests {
         // End of stream: released.
         assert!(matches!(Pin::new(&mut body).poll_frame(&mut cx), Poll::Ready(None)));
         assert_eq!(permits.available_permits(), 1);
+    }
+
+    #[test]
+    fn connections_are_counted_opened_and_at_most_open_at_once() {
+        let counter = ConnectionCounter::default();
+        let (a, b) = (counter.open(), counter.open());
+        drop(a);
+        let c = counter.open();
+        assert_eq!((counter.opened(), counter.peak()), (3, 2));
+        drop((b, c));
+        let _d = counter.open();
+        assert_eq!((counter.opened(), counter.peak()), (4, 2));
     }
 
     #[test]

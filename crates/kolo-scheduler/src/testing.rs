@@ -61,3 +61,15 @@ pub fn node_info(node: Node) -> crate::framework::NodeInfo {
 pub fn ctx() -> crate::framework::CycleContext {
     crate::framework::CycleContext { now: kolo_core::clock::Timestamp::UNIX_EPOCH }
 }
+
+/// A node `n` with this allocatable and these pods counted on it, id 0.
+pub fn node_info_with(
+    allocatable: &[(&str, &str)],
+    pods: &[PodInfo],
+) -> crate::framework::NodeInfo {
+    let mut info = node_info(node("n", allocatable));
+    for p in pods {
+        info.add_pod(p);
+    }
+    info
+}

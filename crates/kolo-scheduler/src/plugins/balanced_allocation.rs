@@ -215,19 +215,8 @@ impl Score for BalancedAllocation {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::framework::NodeId;
-    use crate::testing::{ctx, node, pod_from_yaml, pod_info};
+    use crate::testing::{ctx, node_info_with, pod_from_yaml, pod_info};
     use proptest::prelude::*;
-
-    fn node_with(allocatable: &[(&str, &str)], pods: &[PodInfo]) -> NodeInfo {
-        let n = node("n", allocatable);
-        let view = kolo_core::node::NodeView::from_node(&n).unwrap();
-        let mut info = NodeInfo::new(NodeId(0), Arc::new(n), view);
-        for p in pods {
-            info.add_pod(p);
-        }
-        info
-    }
 
     /// PreScore then Score; `None` when PreScore skips the pod.
     fn run(plugin: &BalancedAllocation, pod: &PodInfo, node: &NodeInfo) -> Option<i64> {
@@ -298,7 +287,7 @@ mod tests {
         ];
         for (name, requests, allocatable, pods, want) in cases {
             let pod = pod_info("p", &requests);
-            assert_eq!(run(&plugin, &pod, &node_with(&allocatable, &pods)), want, "{name}");
+            assert_eq!(run(&plugin, &pod, &node_info_with(&allocatable, &pods)), want, "{name}");
         }
     }
 
@@ -312,12 +301,12 @@ mod tests {
         // 0.0625) / 3, std 0.2041 → 79.
         let pod = pod_info("p", &[("cpu", "2"), ("memory", "6Gi"), ("ephemeral-storage", "10Gi")]);
         let node =
-            node_with(&[("cpu", "4"), ("memory", "8Gi"), ("ephemeral-storage", "10Gi")], &[]);
+            node_info_with(&[("cpu", "4"), ("memory", "8Gi"), ("ephemeral-storage", "10Gi")], &[]);
         assert_eq!(run(&plugin, &pod, &node), Some(79));
         // A node without the third resource balances the other two:
         // 0.5 vs 0.75 → 87.
         assert_eq!(
-            run(&plugin, &pod, &node_with(&[("cpu", "4"), ("memory", "8Gi")], &[])),
+            run(&plugin, &pod, &node_info_with(&[("cpu", "4"), ("memory", "8Gi")], &[])),
             Some(87)
         );
     }
@@ -330,7 +319,7 @@ mod tests {
         .unwrap();
         // batch-cpu 1000/2000 = 0.5, batch-memory 1/4 = 0.25 → std 0.125 →
         // 87; cpu and memory (empty) play no part.
-        let node = node_with(
+        let node = node_info_with(
             &[
                 ("cpu", "4"),
                 ("memory", "8Gi"),

@@ -342,19 +342,7 @@ impl Score for NodeResourcesFit {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::framework::NodeId;
-    use crate::testing::{ctx, node, pod_from_yaml, pod_info};
-    use std::sync::Arc;
-
-    fn node_with(allocatable: &[(&str, &str)], pods: &[PodInfo]) -> NodeInfo {
-        let n = node("n", allocatable);
-        let view = kolo_core::node::NodeView::from_node(&n).unwrap();
-        let mut info = NodeInfo::new(NodeId(0), Arc::new(n), view);
-        for p in pods {
-            info.add_pod(p);
-        }
-        info
-    }
+    use crate::testing::{ctx, node_info_with, pod_from_yaml, pod_info};
 
     fn run(plugin: &NodeResourcesFit, pod: &PodInfo, node: &NodeInfo) -> (Verdict, i64) {
         let mut state = CycleState::new();
@@ -429,7 +417,7 @@ mod tests {
             ),
         ];
         for (case, pod, pods, want) in cases {
-            let node = node_with(&alloc, &pods);
+            let node = node_info_with(&alloc, &pods);
             let (verdict, _) = run(&plugin, &pod, &node);
             assert_eq!(
                 verdict.map_err(|r| r.reason.into_owned()),
@@ -438,7 +426,7 @@ mod tests {
             );
         }
         // The detail lists every short resource with the amounts.
-        let node = node_with(&alloc, &used);
+        let node = node_info_with(&alloc, &used);
         let (verdict, _) = run(&plugin, &pod_info("p", &[("cpu", "2"), ("memory", "7Gi")]), &node);
         assert_eq!(
             verdict.unwrap_err().detail.map(|d| d.to_string()).as_deref(),
@@ -450,7 +438,7 @@ mod tests {
     fn least_and_most_allocated_scores() {
         // Node 4 cpu / 8Gi with 1 cpu / 2Gi used; pod 1 cpu / 2Gi:
         // least = ((4000-2000)*100/4000 + (8-4)*100/8) / 2 = (50 + 50) / 2.
-        let node = node_with(
+        let node = node_info_with(
             &[("cpu", "4"), ("memory", "8Gi"), ("pods", "10")],
             &[pod_info("u", &[("cpu", "1"), ("memory", "2Gi")])],
         );
@@ -491,8 +479,8 @@ mod tests {
             ("kubernetes.io/batch-cpu", "4000"),
             ("kubernetes.io/batch-memory", "8Gi"),
         ];
-        let busy = node_with(&alloc, &[batch_pod("u", "3000", "6Gi")]);
-        let idle = node_with(&alloc, &[]);
+        let busy = node_info_with(&alloc, &[batch_pod("u", "3000", "6Gi")]);
+        let idle = node_info_with(&alloc, &[]);
         let pod = batch_pod("p", "1000", "2Gi");
         let plugin = NodeResourcesFit::default();
         // idle: (3000*100/4000 + 6*100/8) / 2 = (75 + 75) / 2; busy: full → 0.
@@ -523,7 +511,7 @@ mod tests {
         })
         .unwrap();
         let pod = pod_info("p", &[("example.com/foo", "1")]);
-        let node = node_with(&[("cpu", "1")], &[]);
+        let node = node_info_with(&[("cpu", "1")], &[]);
         assert_eq!(run(&plugin, &pod, &node).0, Ok(()));
     }
 }

@@ -378,7 +378,7 @@ async fn bind_only(config: &Path, args: &Args, id: &str, run: &str) -> Result<us
     while let Some(result) = binds.next().await {
         result?;
     }
-    Ok(counter.opened() as usize)
+    Ok(counter.peak() as usize)
 }
 
 /// What every run works against.
