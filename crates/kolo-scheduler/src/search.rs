@@ -407,13 +407,14 @@ impl<'a> Search<'a> {
         let Scratch { results, feasible } = scratch;
         let columns = self.columns;
         let mut column = Vec::with_capacity(feasible.len());
+        let feasible_nodes: Vec<&NodeInfo> = feasible.iter().map(|&pos| &self.nodes[pos]).collect();
         for (c, scorer) in self.scorers.iter().enumerate() {
             if !scorer.plugin.normalizes() {
                 continue;
             }
             column.clear();
             column.extend(feasible.iter().map(|&pos| results.scores[pos * columns + c]));
-            scorer.plugin.normalize(self.ctx, self.state, self.pod, &mut column);
+            scorer.plugin.normalize(self.ctx, self.state, self.pod, &feasible_nodes, &mut column);
             for (&pos, &v) in feasible.iter().zip(&column) {
                 results.scores[pos * columns + c] = v;
             }

@@ -352,12 +352,15 @@ pub trait Score: Send + Sync {
         false
     }
 
-    /// Rescales the raw scores of all feasible nodes to 0..=100.
+    /// Rescales the raw scores of all feasible nodes to 0..=100; `nodes`
+    /// are those nodes, in the order of `scores` (kube-scheduler's
+    /// `NodeScoreList`: a score may depend on which nodes are feasible).
     fn normalize(
         &self,
         _ctx: &CycleContext,
         _state: &CycleState,
         _pod: &PodInfo,
+        _nodes: &[&NodeInfo],
         _scores: &mut [i64],
     ) {
     }

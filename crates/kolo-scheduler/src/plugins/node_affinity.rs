@@ -245,7 +245,14 @@ impl Score for NodeAffinity {
         true
     }
 
-    fn normalize(&self, _: &CycleContext, _: &CycleState, _: &PodInfo, scores: &mut [i64]) {
+    fn normalize(
+        &self,
+        _: &CycleContext,
+        _: &CycleState,
+        _: &PodInfo,
+        _: &[&NodeInfo],
+        scores: &mut [i64],
+    ) {
         default_normalize(100, false, scores);
     }
 }
@@ -356,7 +363,13 @@ mod tests {
         let mut scores: Vec<i64> =
             nodes.iter().map(|n| NodeAffinity.score(&ctx(), &state, &pod, n)).collect();
         assert_eq!(scores, [10, 30, 40, 0]);
-        NodeAffinity.normalize(&ctx(), &state, &pod, &mut scores);
+        NodeAffinity.normalize(
+            &ctx(),
+            &state,
+            &pod,
+            &nodes.iter().collect::<Vec<_>>(),
+            &mut scores,
+        );
         assert_eq!(scores, [25, 75, 100, 0]);
         let plain = PodInfo::new(pod_from_yaml("metadata: {name: q}")).unwrap();
         assert_eq!(NodeAffinity.pre_score(&ctx(), &mut state, &plain), PreScoreOutcome::Skip);

@@ -157,7 +157,14 @@ impl Score for TaintToleration {
         self.any_prefer_no_schedule.load(Ordering::Relaxed)
     }
 
-    fn normalize(&self, _: &CycleContext, _: &CycleState, _: &PodInfo, scores: &mut [i64]) {
+    fn normalize(
+        &self,
+        _: &CycleContext,
+        _: &CycleState,
+        _: &PodInfo,
+        _: &[&NodeInfo],
+        scores: &mut [i64],
+    ) {
         default_normalize(100, true, scores);
     }
 }
@@ -263,7 +270,7 @@ mod tests {
         let mut scores: Vec<i64> =
             with_ids.iter().map(|n| plugin.score(&ctx(), &state, &p, n)).collect();
         assert_eq!(scores, [0, 1, 1]);
-        plugin.normalize(&ctx(), &state, &p, &mut scores);
+        plugin.normalize(&ctx(), &state, &p, &with_ids.iter().collect::<Vec<_>>(), &mut scores);
         assert_eq!(scores, [100, 0, 0]);
         plugin.on_event(&ClusterEvent::NodeRemoved { id: NodeId(1), name: "n" });
         plugin.on_event(&ClusterEvent::NodeRemoved { id: NodeId(2), name: "n" });

@@ -423,7 +423,14 @@ impl Score for InterPodAffinity {
         true
     }
 
-    fn normalize(&self, _: &CycleContext, _: &CycleState, _: &PodInfo, scores: &mut [i64]) {
+    fn normalize(
+        &self,
+        _: &CycleContext,
+        _: &CycleState,
+        _: &PodInfo,
+        _: &[&NodeInfo],
+        scores: &mut [i64],
+    ) {
         decide::normalize(scores);
     }
 }

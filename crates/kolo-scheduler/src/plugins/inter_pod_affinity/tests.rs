@@ -133,7 +133,8 @@ impl World {
         let raw: Vec<i64> =
             self.nodes.iter().map(|n| self.plugin.score(&ctx(), &state, pod, n)).collect();
         let mut normalized = raw.clone();
-        self.plugin.normalize(&ctx(), &state, pod, &mut normalized);
+        let nodes: Vec<&NodeInfo> = self.nodes.iter().collect();
+        self.plugin.normalize(&ctx(), &state, pod, &nodes, &mut normalized);
         Some((raw, normalized))
     }
 }

@@ -10,8 +10,8 @@
 //!
 //! kolo's PreScore does not see the feasible nodes, and kube's score
 //! weights each constraint by the number of domains *among the feasible
-//! nodes*; so Score gives each node its id as raw score and Normalize,
-//! which gets the feasible nodes' raw scores, computes kube's score there.
+//! nodes*; so Score leaves 0 and Normalize, which gets the feasible nodes,
+//! computes kube's score there.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard};
@@ -457,12 +457,12 @@ fn check(s: &FilterState, node: &NodeInfo) -> Verdict {
     Ok(())
 }
 
-/// kube's scores for the feasible nodes, from their ids: each constraint
-/// weighted by the number of its domains among the feasible nodes.
-fn final_scores(s: &ScoreState, ids: &mut [i64]) {
+/// kube's scores for the feasible nodes (by id, into `out` in the same
+/// order): each constraint weighted by the number of its domains among the
+/// feasible nodes.
+fn final_scores(s: &ScoreState, ids: &[usize], out: &mut [i64]) {
     let k = s.tally.k;
-    let slot_ok = |id: i64| {
-        let slot = id as usize;
+    let slot_ok = |slot: usize| {
         slot < s.tally.keys.len() && (!s.require_all_keys || s.tally.has_all_keys(slot))
     };
     let scored = ids.iter().filter(|&&id| slot_ok(id)).count();
@@ -476,7 +476,7 @@ fn final_scores(s: &ScoreState, ids: &mut [i64]) {
             }
             let mut seen = vec![false; s.tally.counts[i].len()];
             for &id in ids.iter().filter(|&&id| slot_ok(id)) {
-                let d = s.tally.domain_of[id as usize * k + i];
+                let d = s.tally.domain_of[id * k + i];
                 if d != NONE {
                     seen[d as usize] = true;
                 }
@@ -486,11 +486,10 @@ fn final_scores(s: &ScoreState, ids: &mut [i64]) {
         .collect();
     let raw: Vec<Option<i64>> = ids
         .iter()
-        .map(|&id| {
-            if !slot_ok(id) {
+        .map(|&slot| {
+            if !slot_ok(slot) {
                 return None;
             }
-            let slot = id as usize;
             let mut score = 0.0;
             for (i, c) in s.constraints.iter().enumerate() {
                 if s.tally.keys[slot] & (1 << i) == 0 {
@@ -506,7 +505,7 @@ fn final_scores(s: &ScoreState, ids: &mut [i64]) {
             Some(score.round() as i64)
         })
         .collect();
-    normalize(&raw, ids);
+    normalize(&raw, out);
 }
 
 impl Plugin for PodTopologySpread {
@@ -619,18 +618,24 @@ impl PreScore for PodTopologySpread {
 }
 
 impl Score for PodTopologySpread {
-    /// The node's id: the score itself needs every feasible node (see the
-    /// module documentation) and is computed in
-    /// [`normalize`](Self::normalize).
-    fn score(&self, _: &CycleContext, _: &CycleState, _: &PodInfo, node: &NodeInfo) -> i64 {
-        i64::from(node.id().0)
+    /// Nothing yet: the score needs every feasible node (see the module
+    /// documentation) and is computed in [`normalize`](Self::normalize).
+    fn score(&self, _: &CycleContext, _: &CycleState, _: &PodInfo, _: &NodeInfo) -> i64 {
+        0
     }
 
     fn normalizes(&self) -> bool {
         true
     }
 
-    fn normalize(&self, _: &CycleContext, state: &CycleState, pod: &PodInfo, scores: &mut [i64]) {
+    fn normalize(
+        &self,
+        _: &CycleContext,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        scores: &mut [i64],
+    ) {
         let mut owned = None;
         let Some(s) = state.read::<ScoreState>().or_else(|| {
             owned = self.score_state(pod);
@@ -639,7 +644,8 @@ impl Score for PodTopologySpread {
             scores.iter_mut().for_each(|s| *s = 0);
             return;
         };
-        final_scores(s, scores);
+        let ids: Vec<usize> = nodes.iter().map(|n| n.id().index()).collect();
+        final_scores(s, &ids, scores);
     }
 }
 
@@ -787,14 +793,13 @@ mod tests {
             if self.plugin.pre_score(&ctx(), &mut state, pod) == PreScoreOutcome::Skip {
                 return None;
             }
-            let mut raw: Vec<i64> = feasible
+            let nodes: Vec<&NodeInfo> = feasible
                 .iter()
-                .map(|name| {
-                    let n = self.nodes.iter().find(|n| n.name() == *name).unwrap();
-                    self.plugin.score(&ctx(), &state, pod, n)
-                })
+                .map(|name| self.nodes.iter().find(|n| n.name() == *name).unwrap())
                 .collect();
-            self.plugin.normalize(&ctx(), &state, pod, &mut raw);
+            let mut raw: Vec<i64> =
+                nodes.iter().map(|n| self.plugin.score(&ctx(), &state, pod, n)).collect();
+            self.plugin.normalize(&ctx(), &state, pod, &nodes, &mut raw);
             Some(raw)
         }
     }
