@@ -3,12 +3,12 @@
 //! on it as a separate process, lets it warm up, then reads the process's
 //! CPU time and peak RSS from `/proc` over the measured window.
 
-use std::process::Command as Process;
 use std::time::{Duration, Instant};
 
 use kolo_agent::sandbox::{TestCgroups, Workload, pods_file};
 use serde::Serialize;
 
+use crate::process::process_cpu_seconds;
 use crate::{BoxError, spawn_agent};
 
 /// The result of `agent-overhead`.
@@ -131,30 +131,6 @@ pub fn measure(
         peak_rss_mib: peak_kib as f64 / 1024.0,
         rss_mib_at_end: rss_kib as f64 / 1024.0,
     })
-}
-
-/// User + system CPU time of a process (all threads), seconds.
-fn process_cpu_seconds(pid: u32) -> Result<f64, BoxError> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map_err(|e| format!("the agent (pid {pid}) is gone: {e}"))?;
-    // Fields after the `(comm)`, which may contain spaces.
-    let rest = stat.rsplit_once(')').map(|(_, r)| r).ok_or("malformed /proc/pid/stat")?;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // utime and stime are fields 14 and 15 of the whole line: 12 and 13
-    // after the state field, which is the first after `)`.
-    let ticks = fields[11].parse::<u64>()? + fields[12].parse::<u64>()?;
-    Ok(ticks as f64 / clock_ticks_per_second() as f64)
-}
-
-/// `getconf CLK_TCK` (100 on Linux unless the kernel says otherwise).
-fn clock_ticks_per_second() -> u64 {
-    Process::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(100)
 }
 
 /// Peak (VmHWM) and current (VmRSS) resident set size, KiB.

@@ -5,6 +5,7 @@
 //!
 //! * [`agent_overhead`]: the agent's CPU time and peak RSS at N pods × M
 //!   containers.
+//! * [`process`]: a process's CPU time from `/proc`.
 //! * [`interference`]: an LS request loop's latency alone, next to BE CPU
 //!   hogs under Kubernetes defaults, and next to them with the agent
 //!   running; plus the agent's reaction time to an LS surge.
@@ -12,6 +13,7 @@
 pub mod agent_overhead;
 mod arrivals;
 pub mod interference;
+pub mod process;
 mod real_node;
 mod request_loop;
 

@@ -394,6 +394,11 @@ struct Target<'a> {
     apiserver: Option<u32>,
 }
 
+/// A process's CPU seconds so far, `None` once it is gone.
+fn cpu_seconds(pid: u32) -> Option<f64> {
+    kolo_bench::process::process_cpu_seconds(pid).ok()
+}
+
 /// Samples a process's established connections to `port` every 10 ms,
 /// keeping the most seen at once, until aborted.
 fn sample_connections(pid: u32, port: u16, peak: Arc<AtomicUsize>) -> tokio::task::JoinHandle<()> {
@@ -415,8 +420,8 @@ async fn one_run(t: &Target<'_>, kind: RunKind) -> Result<RunReport, BoxError> {
         .await?;
     let (binds, watch) = cluster::watch_binds(t.client, t.id, run).await?;
     let requests_before = cluster::apiserver_requests(t.client).await?;
-    let own_cpu_before = cluster::cpu_seconds(std::process::id());
-    let apiserver_cpu_before = t.apiserver.and_then(cluster::cpu_seconds);
+    let own_cpu_before = cpu_seconds(std::process::id());
+    let apiserver_cpu_before = t.apiserver.and_then(cpu_seconds);
     let start = Instant::now();
     let mut process = start_process(args, t.kolo, t.config, kind)?;
     let peak = Arc::new(AtomicUsize::new(0));
@@ -440,12 +445,12 @@ async fn one_run(t: &Target<'_>, kind: RunKind) -> Result<RunReport, BoxError> {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let cpu_s = match &process {
-        Some(p) => cluster::cpu_seconds(p.child.id()),
-        None => cluster::cpu_seconds(std::process::id()).zip(own_cpu_before).map(|(a, b)| a - b),
+        Some(p) => cpu_seconds(p.child.id()),
+        None => cpu_seconds(std::process::id()).zip(own_cpu_before).map(|(a, b)| a - b),
     };
     let requests = cluster::apiserver_requests(t.client).await? - requests_before;
     let apiserver_cpu_s =
-        t.apiserver.and_then(cluster::cpu_seconds).zip(apiserver_cpu_before).map(|(a, b)| a - b);
+        t.apiserver.and_then(cpu_seconds).zip(apiserver_cpu_before).map(|(a, b)| a - b);
     let events_dropped = match process.as_ref().and_then(|p| p.health_port) {
         Some(port) => events_dropped(port).await,
         None => None,

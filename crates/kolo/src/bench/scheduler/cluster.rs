@@ -240,32 +240,3 @@ pub async fn apiserver_requests(client: &Client) -> Result<f64, BoxError> {
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum())
 }
-
-/// A process's user + system CPU seconds so far (`/proc/<pid>/stat`
-/// fields 14 and 15, in clock ticks of 1/100 s on Linux).
-pub fn cpu_seconds(pid: u32) -> Option<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) may hold spaces; fields after it are
-    // counted from its closing parenthesis.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    Some(ticks as f64 / 100.0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cpu_of_this_process_is_read() {
-        let start = cpu_seconds(std::process::id()).unwrap();
-        let mut x = 0u64;
-        let t = Instant::now();
-        while t.elapsed() < std::time::Duration::from_millis(300) {
-            x = x.wrapping_add(std::hint::black_box(1));
-        }
-        let spent = cpu_seconds(std::process::id()).unwrap() - start;
-        assert!(spent >= 0.1, "{spent} s of CPU after spinning 0.3 s ({x})");
-    }
-}
