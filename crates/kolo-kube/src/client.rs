@@ -75,7 +75,17 @@ pub async fn connect_with(
     kubeconfig: Option<&Path>,
     limits: ConnectionLimits,
 ) -> Result<Client, KubeError> {
-    let config = match kubeconfig {
+    let config = config(kubeconfig).await?;
+    bounded_client(config, limits).map(|(client, _)| client).map_err(|e| KubeError::Kubeconfig {
+        path: kubeconfig.map_or_else(|| "<inferred>".into(), |p| p.display().to_string()),
+        message: e.to_string(),
+    })
+}
+
+/// The client configuration from `kubeconfig` if given, else inferred as
+/// `kube::Client::try_default` does.
+pub async fn config(kubeconfig: Option<&Path>) -> Result<kube::Config, KubeError> {
+    Ok(match kubeconfig {
         Some(path) => {
             let err = |message: String| KubeError::Kubeconfig {
                 path: path.display().to_string(),
@@ -90,10 +100,6 @@ pub async fn connect_with(
             path: "<in-cluster / $KUBECONFIG>".into(),
             message: e.to_string(),
         })?,
-    };
-    bounded_client(config, limits).map(|(client, _)| client).map_err(|e| KubeError::Kubeconfig {
-        path: kubeconfig.map_or_else(|| "<inferred>".into(), |p| p.display().to_string()),
-        message: e.to_string(),
     })
 }
 

@@ -13,7 +13,6 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
 use kolo_kube::client::{ConnectionLimits, bounded_client, established_connections};
 use kube::Api;
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::watcher;
 
 const REQUESTS: usize = 200;
@@ -32,8 +31,7 @@ fn kubeconfig() -> Option<std::path::PathBuf> {
 }
 
 async fn config(path: &std::path::Path) -> kube::Config {
-    let file = Kubeconfig::read_from(path).unwrap();
-    kube::Config::from_custom_kubeconfig(file, &KubeConfigOptions::default()).await.unwrap()
+    kolo_kube::client::config(Some(path)).await.unwrap()
 }
 
 /// Samples this process's established connections to `port` every 2 ms

@@ -200,13 +200,9 @@ async fn bench(
     apiserver: Option<u32>,
 ) -> Result<Report, BoxError> {
     let limits = kolo_kube::client::ConnectionLimits { max_connections: args.kube_api_connections };
-    let client = kolo_kube::client::connect_with(Some(config), limits).await?;
-    let file = kube::config::Kubeconfig::read_from(config)?;
-    let port = kube::Config::from_custom_kubeconfig(file, &Default::default())
-        .await?
-        .cluster_url
-        .port_u16()
-        .unwrap_or(443);
+    let api = kolo_kube::client::config(Some(config)).await?;
+    let port = api.cluster_url.port_u16().unwrap_or(443);
+    let (client, _) = kolo_kube::client::bounded_client(api.clone(), limits)?;
     let id = format!("kolo-bench-{}", std::process::id());
     cluster::prepare(&client, &id).await?;
     let result = async {
@@ -215,7 +211,16 @@ async fn bench(
         let mut runs = Vec::new();
         for &kind in &args.runs {
             let run = one_run(
-                &Target { args, kolo, config, client: &client, id: &id, port, apiserver },
+                &Target {
+                    args,
+                    kolo,
+                    config,
+                    api: &api,
+                    client: &client,
+                    id: &id,
+                    port,
+                    apiserver,
+                },
                 kind,
             )
             .await?;
@@ -336,11 +341,14 @@ async fn events_dropped(port: u16) -> Option<u64> {
 
 /// Binds every pending pod of `run` round-robin over the nodes through a
 /// bounded client; returns how many connections it opened.
-async fn bind_only(config: &Path, args: &Args, id: &str, run: &str) -> Result<usize, BoxError> {
-    let file = kube::config::Kubeconfig::read_from(config)?;
-    let config = kube::Config::from_custom_kubeconfig(file, &Default::default()).await?;
+async fn bind_only(
+    config: &kube::Config,
+    args: &Args,
+    id: &str,
+    run: &str,
+) -> Result<usize, BoxError> {
     let limits = kolo_kube::client::ConnectionLimits { max_connections: args.kube_api_connections };
-    let (client, counter) = kolo_kube::client::bounded_client(config, limits)?;
+    let (client, counter) = kolo_kube::client::bounded_client(config.clone(), limits)?;
     let api: Api<Pod> = Api::namespaced(client.clone(), id);
     let pending = api
         .list_metadata(&ListParams::default().labels(&format!("{}={run}", cluster::RUN_LABEL)))
@@ -386,6 +394,8 @@ struct Target<'a> {
     args: &'a Args,
     kolo: &'a Path,
     config: &'a Path,
+    /// The client configuration `config` holds.
+    api: &'a kube::Config,
     client: &'a Client,
     id: &'a str,
     /// The API server's port.
@@ -429,7 +439,7 @@ async fn one_run(t: &Target<'_>, kind: RunKind) -> Result<RunReport, BoxError> {
     let synced =
         process.as_ref().and_then(|p| p.health_port).map(|port| tokio::spawn(synced_at(port)));
     if kind == RunKind::BindOnly {
-        peak.store(bind_only(t.config, args, t.id, run).await?, Ordering::Relaxed);
+        peak.store(bind_only(t.api, args, t.id, run).await?, Ordering::Relaxed);
     }
     let deadline = start + Duration::from_secs(args.timeout_seconds);
     while binds.count() < pods && Instant::now() < deadline {
