@@ -37,7 +37,8 @@ use crate::config::{ConfigError, SchedulerConfig};
 use crate::equivalence::{EquivalenceCache, pod_signature};
 use crate::framework::{
     BindOutcome, ClusterEvent, ClusterEventHandler, CycleContext, CycleState, EventKinds, Facts,
-    NodeId, NodeInfo, PermitOutcome, PodInfo, PostFilterOutcome, Rejection, Reserve,
+    NodeId, NodeInfo, ObjectEvent, ObjectRef, PermitOutcome, PodInfo, PostFilterOutcome, Rejection,
+    Reserve, SchedulingObject, WaitingVerdict,
 };
 use crate::profile::{DefaultPlugin, Enabled, Profile};
 use crate::queue::SchedulingQueue;
@@ -136,6 +137,10 @@ pub struct Scheduler {
     /// Pods nominated to nodes by preemption, by key (ordered, so the
     /// overlay they make is built the same way on every run).
     nominations: BTreeMap<Box<str>, NominatedPod>,
+    /// Pods without a node, any scheduler's, as plugins were told of them
+    /// ([`ObjectEvent::PendingPodAdded`]), so they can be told when each
+    /// stops being pending.
+    pending: HashMap<Box<str>, Arc<PodInfo>>,
 }
 
 impl Scheduler {
@@ -178,6 +183,7 @@ impl Scheduler {
             facts: false,
             wakeup: Wakeup::default(),
             nominations: BTreeMap::new(),
+            pending: HashMap::new(),
         })
     }
 
@@ -352,21 +358,100 @@ impl Scheduler {
             // Bound (here or elsewhere): its nomination has served.
             self.nominations.remove(info.key());
             self.queue.remove(info.key());
+            self.forget_pending(info.key(), now);
             let changes = self.cache.apply_assigned_pod(info, &node);
             self.dispatch(changes, now);
-        } else if let Some(profile) = self.profile_for(&info) {
-            let key = self.profiles[profile].queue_sort().sort_key(&info);
-            self.queue.add(info, key);
+        } else {
+            self.pending.insert(info.key().into(), info.clone());
+            self.dispatch_object(&ObjectEvent::PendingPodAdded(&info), now);
+            if let Some(profile) = self.profile_for(&info) {
+                let key = self.profiles[profile].queue_sort().sort_key(&info);
+                self.queue.add(info, key);
+            }
         }
+        self.settle_waiting(now);
     }
 
     /// Removes a pod (deleted).
     pub fn remove_pod(&mut self, key: &str, now: Timestamp) {
         self.queue.remove(key);
-        self.waiting.remove(key);
+        if let Some(w) = self.waiting.remove(key) {
+            // kube-scheduler rejects a deleted waiting pod: its Reserve
+            // plugins (a gang, a quota) release what it held.
+            self.undo_reservation(w.profile, &w.info, w.node, now);
+        }
         self.nominations.remove(key);
+        self.forget_pending(key, now);
         let changes = self.cache.remove_pod(key);
         self.dispatch(changes, now);
+        self.settle_waiting(now);
+    }
+
+    /// Adds or updates a scheduling object (quota, gang, reservation): the
+    /// plugins that keep state from it are told, and the pods waiting for
+    /// such a change are retried.
+    pub fn apply_object(&mut self, object: SchedulingObject, now: Timestamp) {
+        self.dispatch_object(&ObjectEvent::Applied(&object), now);
+        self.settle_waiting(now);
+    }
+
+    /// Removes a scheduling object (deleted).
+    pub fn remove_object(&mut self, object: &ObjectRef, now: Timestamp) {
+        self.dispatch_object(&ObjectEvent::Removed(object), now);
+        self.settle_waiting(now);
+    }
+
+    /// Tells the plugins a pending pod is pending no more, if they were
+    /// told it was.
+    fn forget_pending(&mut self, key: &str, now: Timestamp) {
+        if let Some(info) = self.pending.remove(key) {
+            self.dispatch_object(&ObjectEvent::PendingPodRemoved(&info), now);
+        }
+    }
+
+    /// Tells every plugin and the queue about a change of a scheduling
+    /// object or a pending pod.
+    fn dispatch_object(&mut self, event: &ObjectEvent<'_>, now: Timestamp) {
+        each_event_handler(&self.profiles, |handler| handler.on_object(event));
+        if self.queue.wants(event.kind(), now) {
+            self.wakeup.clear();
+            self.wakeup.add_event(event.kind());
+            self.queue.wake(&self.wakeup, now);
+        }
+    }
+
+    /// Carries out what Permit plugins decided about waiting pods
+    /// ([`Permit::take_verdicts`](crate::framework::Permit::take_verdicts))
+    /// until they decide nothing more (an unreserve may reject further
+    /// members of a gang).
+    fn settle_waiting(&mut self, now: Timestamp) {
+        loop {
+            let verdicts: Vec<WaitingVerdict> = self
+                .profiles
+                .iter()
+                .flat_map(|p| p.permit.iter().flat_map(|p| p.plugin.take_verdicts()))
+                .collect();
+            if verdicts.is_empty() {
+                return;
+            }
+            for verdict in verdicts {
+                match verdict {
+                    WaitingVerdict::Allow(key) => {
+                        self.allow_waiting_pod(&key, now);
+                    }
+                    WaitingVerdict::Reject { pod, .. } => self.reject_waiting(&pod, now),
+                }
+            }
+        }
+    }
+
+    /// Unreserves a pod a Permit plugin holds and sends it back to the
+    /// queue, to back off.
+    fn reject_waiting(&mut self, key: &str, now: Timestamp) {
+        if let Some(w) = self.waiting.remove(key) {
+            self.undo_reservation(w.profile, &w.info, w.node, now);
+            self.queue.requeue_backoff(key, now);
+        }
     }
 
     /// Tells every plugin and the queue about cache changes, one by one.
@@ -388,8 +473,11 @@ impl Scheduler {
     pub fn schedule_next(&mut self, now: Timestamp) -> Option<CycleReport> {
         self.process_bind_results(now);
         self.expire_waiting(now);
+        self.settle_waiting(now);
         let queued = self.queue.pop(now)?;
-        Some(self.schedule_one(queued.info, now))
+        let report = self.schedule_one(queued.info, now);
+        self.settle_waiting(now);
+        Some(report)
     }
 
     /// Runs cycles until no pod is ready at `now` (pods backing off or
@@ -423,8 +511,20 @@ impl Scheduler {
 
     /// Lets a pod a Permit plugin holds go on to binding.
     pub fn allow_waiting(&mut self, key: &str, now: Timestamp) -> bool {
+        let allowed = self.allow_waiting_pod(key, now);
+        self.settle_waiting(now);
+        allowed
+    }
+
+    /// [`allow_waiting`](Self::allow_waiting) without settling verdicts.
+    fn allow_waiting_pod(&mut self, key: &str, now: Timestamp) -> bool {
         let Some(waiting) = self.waiting.remove(key) else { return false };
         self.bind_pod(waiting.profile, &waiting.info, waiting.node, &waiting.state, now).is_ok()
+    }
+
+    /// The pods held at Permit, by key, with the node each is reserved on.
+    pub fn waiting_pods(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
+        self.waiting.iter().map(|(k, w)| (&**k, self.cache.node(w.node).map_or("", |n| n.name())))
     }
 
     /// Rejects the pods whose Permit wait has passed its deadline.

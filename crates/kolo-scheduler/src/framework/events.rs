@@ -90,7 +90,7 @@ impl ClusterEvent<'_> {
 /// A set of event kinds: what may make a pod a plugin rejected schedulable
 /// again (kube-scheduler's `EventsToRegister`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct EventKinds(u8);
+pub struct EventKinds(u16);
 
 impl EventKinds {
     /// No event.
@@ -107,7 +107,24 @@ impl EventKinds {
     pub const POD_DELETE: EventKinds = EventKinds(1 << 4);
     /// A NodeMetric changed.
     pub const NODE_METRIC: EventKinds = EventKinds(1 << 5);
-    /// Every kind.
+    /// An ElasticQuota was created, changed or deleted.
+    pub const QUOTA: EventKinds = EventKinds(1 << 6);
+    /// A PodGroup was created, changed or deleted.
+    pub const POD_GROUP: EventKinds = EventKinds(1 << 7);
+    /// A Reservation was created, changed or deleted.
+    pub const RESERVATION: EventKinds = EventKinds(1 << 8);
+    /// A pending pod appeared, changed or went (gangs wait for members).
+    pub const POD_PENDING: EventKinds = EventKinds(1 << 9);
+    /// Every change of nodes, assigned pods and NodeMetrics: what a plugin
+    /// registers by default. The job-scheduling kinds above ([`QUOTA`],
+    /// [`POD_GROUP`], [`RESERVATION`], [`POD_PENDING`]) wake only pods
+    /// rejected by plugins that register them by name, so that a new
+    /// pending pod does not retry every unschedulable one.
+    ///
+    /// [`QUOTA`]: Self::QUOTA
+    /// [`POD_GROUP`]: Self::POD_GROUP
+    /// [`RESERVATION`]: Self::RESERVATION
+    /// [`POD_PENDING`]: Self::POD_PENDING
     pub const ALL: EventKinds = EventKinds(0b11_1111);
 
     /// Whether the two sets share a kind.

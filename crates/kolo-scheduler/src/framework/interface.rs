@@ -21,7 +21,8 @@ use kolo_core::clock::Timestamp;
 use kolo_core::usage_report::NodeUsageReport;
 
 use super::{
-    ClusterEvent, CycleState, EventKinds, ExtensionPoints, NodeInfo, PodInfo, Rejection, Verdict,
+    ClusterEvent, CycleState, EventKinds, ExtensionPoints, NodeInfo, ObjectEvent, PodInfo,
+    Rejection, Verdict,
 };
 use crate::binder::BindRequest;
 use crate::report::Nomination;
@@ -433,6 +434,33 @@ pub trait Permit: Send + Sync {
         pod: &PodInfo,
         node: &NodeInfo,
     ) -> PermitOutcome;
+
+    /// What this plugin decided about pods held at Permit *other* than the
+    /// one it was asked about (kube-scheduler's `WaitingPod.Allow` /
+    /// `Reject` through the framework handle): the last member of a gang
+    /// allows the members waiting for it; a member's rejection rejects
+    /// them. Decisions are queued inside the plugin and taken by the
+    /// framework after every extension point, event and expiry; a verdict
+    /// for a pod that is not waiting (any more) is ignored. Empty by
+    /// default.
+    fn take_verdicts(&self) -> Vec<WaitingVerdict> {
+        Vec::new()
+    }
+}
+
+/// A Permit plugin's decision about a pod held at Permit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WaitingVerdict {
+    /// Let the pod (`namespace/name`) go on to binding, as far as this
+    /// plugin is concerned.
+    Allow(Box<str>),
+    /// Unreserve the pod and send it back to the queue.
+    Reject {
+        /// The pod, `namespace/name`.
+        pod: Box<str>,
+        /// Why.
+        rejection: Rejection,
+    },
 }
 
 /// Adds to the bind request what must be written before the pod is bound
@@ -486,4 +514,8 @@ pub trait ClusterEventHandler: Send + Sync {
             self.on_event(&ClusterEvent::NodeMetricUpdated { node, metric });
         }
     }
+
+    /// Applies a change of a scheduling object (quota, gang, reservation)
+    /// or of a pending pod. Ignored by default.
+    fn on_object(&self, _event: &ObjectEvent<'_>) {}
 }

@@ -10,6 +10,7 @@ mod facts;
 mod interface;
 mod node_info;
 mod node_set;
+mod objects;
 mod per_node;
 mod pod_info;
 mod queueing_hint;
@@ -23,10 +24,11 @@ pub use interface::{
     Bind, BindOutcome, ClusterEventHandler, CycleContext, Filter, MAX_NODE_SCORE, MIN_NODE_SCORE,
     NodeVerdict, Permit, PermitOutcome, Plugin, PostFilter, PostFilterCluster, PostFilterOutcome,
     PreBind, PreFilter, PreFilterOutcome, PreScore, PreScoreOutcome, QueueKey, QueueSort, Rejected,
-    Reserve, Score, ScoreSink, default_normalize, filter_each, score_each,
+    Reserve, Score, ScoreSink, WaitingVerdict, default_normalize, filter_each, score_each,
 };
 pub use node_info::{NodeId, NodeInfo};
 pub use node_set::NodeSet;
+pub use objects::{ObjectEvent, ObjectKind, ObjectRef, SchedulingObject};
 pub use per_node::PerNode;
 pub use pod_info::{DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, PodInfo};
 pub use queueing_hint::{NodeScopedHints, QueueingHint, QueueingHints};
