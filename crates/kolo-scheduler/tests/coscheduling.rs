@@ -493,3 +493,32 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn the_equivalence_cache_still_serves_pods_in_no_gang_and_gang_members() {
+    let mut c = Cluster::new();
+    for n in 0..50 {
+        c.node(&format!("n{n}"), 8, 0);
+    }
+    c.s.apply_object(pod_group("g", 2, 600, 0, &[]), t(0));
+    let pods = [
+        pod("solo1", 0, &[], &[]),
+        pod("solo2", 0, &[], &[]),
+        member("m1", "g", 1),
+        member("m2", "g", 1),
+    ];
+    for p in pods {
+        c.pod(p, 0);
+    }
+    let mut evaluated = Vec::new();
+    let mut before = 0;
+    while let Some(report) = c.s.schedule_next(t(0)) {
+        let now = c.s.stats().node_evaluations;
+        evaluated.push((report.pod, now - before));
+        before = now;
+    }
+    // The first pod of each signature looks at every node; the next alike
+    // pod only at the node the previous one was placed on.
+    let got: Vec<(&str, u64)> = evaluated.iter().map(|(p, n)| (p.as_str(), *n)).collect();
+    assert_eq!(got, [("ns/solo1", 50), ("ns/solo2", 1), ("ns/m1", 50), ("ns/m2", 1)]);
+}
