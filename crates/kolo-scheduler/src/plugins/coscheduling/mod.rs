@@ -9,6 +9,7 @@
 //!   groups' shared state and the decisions of PreFilter, Permit,
 //!   Unreserve, PostFilter and PreBind (pure);
 //! * [`status`]: the PodGroup status controller's phase machine (pure);
+//! * [`facts`]: what the plugin knew of a pod's gang, for explanations;
 //! * [`plugin`]: the framework adapter. It is also the default QueueSort:
 //!   priority, then the gang's time, then the gang, then the pod's time,
 //!   so a gang's members follow one another; a pod in no gang sorts as
@@ -41,6 +42,7 @@
 //!   members time out, not at once.
 
 pub mod args;
+pub mod facts;
 pub mod gang;
 pub mod plugin;
 pub mod state;
