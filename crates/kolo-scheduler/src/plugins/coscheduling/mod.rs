@@ -41,6 +41,13 @@
 //!   by another plugin (a quota) fails its attempt when its waiting
 //!   members time out, not at once.
 
+//!
+//! Known limitation (as in Koordinator): a NonStrict gang that cannot
+//! complete keeps taking room member by member, each for up to its wait,
+//! and, queued first, may starve a younger gang that would fit; Strict
+//! gangs release at once and are shown not to deadlock
+//! (`tests/coscheduling.rs`, `strict_gangs_do_not_deadlock`).
+
 pub mod args;
 pub mod facts;
 pub mod gang;
