@@ -4,6 +4,7 @@
 pub mod balanced_allocation;
 pub mod default_binder;
 pub mod default_preemption;
+pub mod elastic_quota;
 pub mod image_locality;
 pub mod inter_pod_affinity;
 pub mod load_aware;
@@ -44,6 +45,7 @@ pub fn registry() -> Registry {
         .register(node_ports::NAME, node_ports::NodePorts::build)
         .register(balanced_allocation::NAME, balanced_allocation::BalancedAllocation::build)
         .register(image_locality::NAME, image_locality::ImageLocality::build)
+        .register(elastic_quota::NAME, elastic_quota::ElasticQuota::build)
         .register(
             default_preemption::plugin::NAME,
             default_preemption::plugin::DefaultPreemption::build,
@@ -68,6 +70,7 @@ pub const DEFAULT_PLUGINS: &[DefaultPlugin] = &[
     DefaultPlugin { name: pod_topology_spread::NAME, weight: 2 },
     DefaultPlugin { name: balanced_allocation::NAME, weight: 1 },
     DefaultPlugin { name: image_locality::NAME, weight: 1 },
+    DefaultPlugin { name: elastic_quota::NAME, weight: 1 },
     DefaultPlugin { name: default_preemption::plugin::NAME, weight: 1 },
     DefaultPlugin { name: default_binder::NAME, weight: 1 },
 ];
