@@ -5,6 +5,7 @@ pub mod balanced_allocation;
 pub mod coscheduling;
 pub mod default_binder;
 pub mod default_preemption;
+pub mod elastic_quota;
 pub mod image_locality;
 pub mod inter_pod_affinity;
 pub mod load_aware;
@@ -48,6 +49,7 @@ pub fn registry() -> Registry {
         .register(balanced_allocation::NAME, balanced_allocation::BalancedAllocation::build)
         .register(image_locality::NAME, image_locality::ImageLocality::build)
         .register(reservation::NAME, reservation::ReservationPlugin::build)
+        .register(elastic_quota::NAME, elastic_quota::ElasticQuota::build)
         .register(
             default_preemption::plugin::NAME,
             default_preemption::plugin::DefaultPreemption::build,
@@ -76,6 +78,7 @@ pub const DEFAULT_PLUGINS: &[DefaultPlugin] = &[
     DefaultPlugin { name: image_locality::NAME, weight: 1 },
     // Koordinator's default weight: a node with a usable reservation wins.
     DefaultPlugin { name: reservation::NAME, weight: 5000 },
+    DefaultPlugin { name: elastic_quota::NAME, weight: 1 },
     DefaultPlugin { name: default_preemption::plugin::NAME, weight: 1 },
     DefaultPlugin { name: default_binder::NAME, weight: 1 },
 ];
