@@ -435,7 +435,7 @@ mod tests {
         let names = |list: &[Enabled<dyn Reserve>]| -> Vec<&str> {
             list.iter().map(|e| profile.plugin_name(e.index)).collect()
         };
-        assert_eq!(names(&profile.reserve), ["NodeNUMAResource", "Reservation"]);
+        assert_eq!(names(&profile.reserve), ["Coscheduling", "NodeNUMAResource", "Reservation"]);
         // Every in-tree Filter plugin but InterPodAffinity and
         // PodTopologySpread (their verdicts read other nodes' pods) and
         // Reservation (its Filter runs only for pods that must use a

@@ -413,6 +413,17 @@ impl Scheduler {
     /// object or a pending pod.
     fn dispatch_object(&mut self, event: &ObjectEvent<'_>, now: Timestamp) {
         each_event_handler(&self.profiles, |handler| handler.on_object(event));
+        // Such an event may move a queue key that reads plugin state (a
+        // gang's time): those pods take their new places.
+        for profile in &self.profiles {
+            let sort = profile.queue_sort();
+            for key in sort.take_stale_keys() {
+                self.queue.rekey(&key, |info| {
+                    let name = info.view().scheduler_name().unwrap_or("default-scheduler");
+                    (name == profile.scheduler_name()).then(|| sort.sort_key(info))
+                });
+            }
+        }
         if self.queue.wants(event.kind(), now) {
             self.wakeup.clear();
             self.wakeup.add_event(event.kind());
@@ -677,10 +688,15 @@ impl Scheduler {
             }
             Ok(Reserved::Waiting(deadline)) => {
                 // Held by a Permit plugin: the pod keeps its cycle state for
-                // PreBind (the next cycle starts afresh).
+                // PreBind (the next cycle starts afresh). What the plugins
+                // knew of it is reported too (why it waits: a gang's count),
+                // read with its own state.
                 report.outcome = Outcome::Waiting {
                     node: self.cache.node(node).map_or("", |n| n.name()).to_string(),
                 };
+                let cycle = std::mem::replace(&mut self.state, state);
+                self.gather_facts(profile, info, None, &ctx, report);
+                let state = std::mem::replace(&mut self.state, cycle);
                 self.waiting.insert(
                     info.key().into(),
                     WaitingPod { profile, node, info: info.clone(), deadline, state },

@@ -23,7 +23,7 @@ pub use self::table::write_table;
 use crate::binder::InMemoryBinder;
 use crate::config::{ConfigError, SchedulerConfig};
 use crate::explain::RejectionCount;
-use crate::framework::{Facts, PodInfo};
+use crate::framework::{Facts, PodInfo, SchedulingObject};
 use crate::plugins::{DEFAULT_PLUGINS, registry};
 use crate::scheduler::{ApplyError, CycleReport, ExplainLevel, NodeReport, Outcome, Scheduler};
 
@@ -169,6 +169,17 @@ pub fn schedule(
     }
     for metric in snapshot.node_metrics {
         scheduler.apply_node_metric(metric, now);
+    }
+    // Quotas, gangs and reservations before pods: the plugins map each pod
+    // to its quota and gang as it arrives.
+    let objects = (snapshot
+        .elastic_quotas
+        .into_iter()
+        .map(|q| SchedulingObject::ElasticQuota(Arc::new(q))))
+    .chain(snapshot.pod_groups.into_iter().map(|g| SchedulingObject::PodGroup(Arc::new(g))))
+    .chain(snapshot.reservations.into_iter().map(|r| SchedulingObject::Reservation(Arc::new(r))));
+    for object in objects {
+        scheduler.apply_object(object, now);
     }
     let mut skipped = 0;
     let mut pending = Vec::new();
