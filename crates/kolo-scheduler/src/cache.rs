@@ -297,6 +297,25 @@ impl Cache {
         vec![CacheChange::PodRemoved { pod: info, node }]
     }
 
+    /// Takes pods out of their nodes' sums for one scheduling cycle (the
+    /// pods a PreFilter plugin's
+    /// [`NodeOverlay`](crate::framework::NodeOverlay) names); they stay
+    /// known, and [`unlift`](Self::unlift) must put them back before
+    /// anything else reads or changes the cache. The nodes' generations
+    /// move (results cached for them are recomputed once).
+    pub(crate) fn lift(&mut self, pods: &[(NodeId, Arc<PodInfo>)]) {
+        for (node, pod) in pods {
+            self.update(*node, |n| n.remove_pod(pod));
+        }
+    }
+
+    /// Puts back what [`lift`](Self::lift) took out (the exact inverse).
+    pub(crate) fn unlift(&mut self, pods: &[(NodeId, Arc<PodInfo>)]) {
+        for (node, pod) in pods {
+            self.update(*node, |n| n.add_pod(pod));
+        }
+    }
+
     /// Stores a node's NodeMetric, read (named after the node).
     pub fn apply_node_metric(&mut self, metric: Arc<NodeUsageReport>) -> Vec<CacheChange> {
         let name: Box<str> = metric.node.as_str().into();

@@ -766,29 +766,49 @@ impl Scheduler {
         state.clear();
         let running = prepare(profile, ctx, state, info, cache.nodes().len())?;
         // PreFilter plugins may ask to leave pods out of some nodes for
-        // this pod (a reservation's hold, for its owner).
-        let overlay = match state.read::<NodeOverlay>().filter(|o| !o.is_empty()) {
-            Some(left_out) => Some(without_pods(cache, overlay, left_out)),
-            None => overlay,
+        // this pod (a reservation's hold, for its owner): out of the
+        // nominated overlay's copies if there is one, else out of the
+        // cache's own nodes for this search only, put back right after it
+        // (the exact inverse), so the cost is that of the nodes named, not
+        // a copy of the cluster.
+        let left_out: Vec<(NodeId, Arc<PodInfo>)> =
+            state.read::<NodeOverlay>().map(|o| o.removed().to_vec()).unwrap_or_default();
+        let overlay = match overlay {
+            Some(nodes) if !left_out.is_empty() => Some(without_pods(cache, nodes, &left_out)),
+            nominated => nominated,
         };
-        let nodes = overlay.as_deref().unwrap_or(cache.nodes());
-        let mut search =
-            Search::new(ctx, state, info, profile, profile_index, nodes, running, *facts);
-        search.post_filter_input = Some(PostFilterInput { cache, awaiting_victims });
-        let want = num_feasible_nodes_to_find(nodes.len(), *percentage);
-        // The equivalence cache keys results by the cache's node
-        // generations, which an overlay does not change: bypass it then.
-        if overlay.is_none()
-            && want >= nodes.len()
-            && search.sum_in_pass
-            && *explain == ExplainLevel::None
-        {
-            let signature = (*use_equivalence && profile.equivalence_for(info))
-                .then(|| pod_signature(profile_index, info));
-            let cached = signature.map(|sig| equivalence.entry(sig));
-            return search.every_node(cache, cached, &mut scratch.results, stats, report);
+        let lifted = overlay.is_none() && !left_out.is_empty();
+        if lifted {
+            cache.lift(&left_out);
         }
-        search.in_rounds(scratch, want, next_start, *explain, stats, report)
+        let result = {
+            let cache: &Cache = cache;
+            let nodes = overlay.as_deref().unwrap_or(cache.nodes());
+            let mut search =
+                Search::new(ctx, state, info, profile, profile_index, nodes, running, *facts);
+            search.post_filter_input = Some(PostFilterInput { cache, awaiting_victims });
+            let want = num_feasible_nodes_to_find(nodes.len(), *percentage);
+            // The equivalence cache keys results by the cache's node
+            // generations, which an overlay does not change: bypass it
+            // then.
+            if overlay.is_none()
+                && !lifted
+                && want >= nodes.len()
+                && search.sum_in_pass
+                && *explain == ExplainLevel::None
+            {
+                let signature = (*use_equivalence && profile.equivalence_for(info))
+                    .then(|| pod_signature(profile_index, info));
+                let cached = signature.map(|sig| equivalence.entry(sig));
+                search.every_node(cache, cached, &mut scratch.results, stats, report)
+            } else {
+                search.in_rounds(scratch, want, next_start, *explain, stats, report)
+            }
+        };
+        if lifted {
+            cache.unlift(&left_out);
+        }
+        result
     }
 
     /// Assume, Reserve, Permit, then PreBind and Bind.
@@ -877,15 +897,14 @@ impl Scheduler {
     }
 }
 
-/// The nodes (`base`, or the cache's) with the pods a [`NodeOverlay`]
-/// names taken out of their nodes.
+/// Copies of the nodes (`nodes`, the nominated overlay) with the pods a
+/// [`NodeOverlay`] names taken out of their nodes.
 fn without_pods(
     cache: &Cache,
-    base: Option<Vec<NodeInfo>>,
-    left_out: &NodeOverlay,
+    mut nodes: Vec<NodeInfo>,
+    left_out: &[(NodeId, Arc<PodInfo>)],
 ) -> Vec<NodeInfo> {
-    let mut nodes = base.unwrap_or_else(|| cache.nodes().to_vec());
-    for (node, pod) in left_out.removed() {
+    for (node, pod) in left_out {
         if let Some(pos) = cache.position(*node) {
             nodes[pos].remove_pod(pod);
         }

@@ -11,9 +11,9 @@
 //! PreFilter plugin may write an overlay.
 //!
 //! Cost: nothing unless a plugin writes a non-empty overlay; then the
-//! cycle works on a copy of the node list (as it does when preemption has
-//! nominated pods) and bypasses the equivalence cache, whose results are
-//! keyed by the cache's own nodes.
+//! named pods are taken out of the cache's nodes for the search and put
+//! back after it (or out of the copies the cycle works on when preemption
+//! has nominated pods), and the cycle bypasses the equivalence cache.
 //!
 //! [`PostFilterCluster::fits_without`]: super::PostFilterCluster::fits_without
 
