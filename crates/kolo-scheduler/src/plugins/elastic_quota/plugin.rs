@@ -35,6 +35,7 @@ use crate::framework::{
     Filter, NodeId, NodeInfo, NodeVerdict, ObjectEvent, ObjectKind, Plugin, PodInfo, PreFilter,
     PreFilterOutcome, PreemptionGuard, Rejection, Reserve, SchedulingObject, Verdict, filter_each,
 };
+use crate::plugins::reservation::reserve_pod::reservation_of;
 use crate::registry::PluginArgsError;
 
 /// The plugin's registered name.
@@ -141,6 +142,13 @@ impl ElasticQuota {
     }
 }
 
+/// Whether `pod` stands for a Reservation: the room it holds is for the
+/// reservation's owners, whose quotas count their own pods, so it counts
+/// in no quota (Koordinator's quota plugin sees reservations not at all).
+fn is_reserve_pod(pod: &PodInfo) -> bool {
+    reservation_of(pod).is_some()
+}
+
 /// What the tree keeps of a pod.
 pub fn pod_facts(pod: &PodInfo) -> PodFacts {
     let view = pod.view();
@@ -205,7 +213,7 @@ impl PreFilter for ElasticQuota {
         state: &mut CycleState,
         pod: &PodInfo,
     ) -> PreFilterOutcome {
-        if !self.is_active() {
+        if !self.is_active() || is_reserve_pod(pod) {
             return PreFilterOutcome::Skip;
         }
         let mut guard = self.lock();
@@ -282,7 +290,9 @@ impl Reserve for ElasticQuota {
         pod: &PodInfo,
         _node: &NodeInfo,
     ) -> Result<(), Rejection> {
-        self.lock().tree.pod_assigned(pod_facts(pod));
+        if !is_reserve_pod(pod) {
+            self.lock().tree.pod_assigned(pod_facts(pod));
+        }
         Ok(())
     }
 
@@ -310,6 +320,7 @@ impl ClusterEventHandler for ElasticQuota {
         let mut guard = self.lock();
         let state = &mut *guard;
         match *event {
+            ClusterEvent::PodAdded { pod, .. } if is_reserve_pod(pod) => {}
             ClusterEvent::PodAdded { pod, .. } if pod.view().is_terminated() => {
                 state.tree.pod_unassigned(pod.key());
             }
@@ -343,6 +354,7 @@ impl ClusterEventHandler for ElasticQuota {
                 state.tree.remove(name);
                 self.active.store(state.tree.has_user_quotas(), Ordering::Relaxed);
             }
+            ObjectEvent::PendingPodAdded(pod) if is_reserve_pod(pod) => {}
             ObjectEvent::PendingPodAdded(pod) => state.tree.pod_pending(pod_facts(pod)),
             ObjectEvent::PendingPodRemoved(pod) => state.tree.pod_not_pending(pod.key()),
             ObjectEvent::Applied(_) | ObjectEvent::Removed(_) => {}
