@@ -10,6 +10,8 @@
 //! missed or duplicated watch event, a restart of the API server or of the
 //! manager changes nothing but when the next pass runs.
 
+mod jobs;
+pub mod podgroup_status;
 mod run;
 
 pub use run::{Controller, ManagerOptions};

@@ -20,7 +20,9 @@ use tokio::sync::Notify;
 use crate::error::KubeError;
 use crate::health::Health;
 use crate::leader::Leadership;
-use crate::reflect::reflect;
+use crate::reflect::{reflect, reflect_optional};
+
+use super::jobs::{JobControllers, JobStores};
 
 /// How the controllers run.
 #[derive(Debug, Clone)]
@@ -60,6 +62,8 @@ struct Stores {
     metrics: Store<NodeMetric>,
     slos: Store<NodeSLO>,
     config: Store<ConfigMap>,
+    /// What the job controllers read besides pods and nodes.
+    jobs: JobStores,
 }
 
 /// The manager's SLO controllers.
@@ -71,12 +75,15 @@ pub struct Controller {
     config_version: Option<String>,
     /// The decisions, and what the manager wrote.
     pass: Pass,
+    /// PodGroup and ElasticQuota status, quota revocation.
+    jobs: JobControllers,
 }
 
 impl Controller {
     /// Controllers writing through `client`.
     pub fn new(client: Client, options: ManagerOptions, health: Arc<Health>) -> Controller {
         Controller {
+            jobs: JobControllers::new(client.clone(), health.clone()),
             client,
             options,
             health,
@@ -96,9 +103,25 @@ impl Controller {
         if let Some(selector) = &self.options.node_selector {
             node_config = node_config.labels(selector);
         }
+        let nodes = reflect(Api::all(c.clone()), node_config, changed.clone());
+        let pods = reflect(Api::all(c.clone()), watcher::Config::default(), changed.clone());
+        let jobs = JobStores {
+            pods: pods.clone(),
+            nodes: nodes.clone(),
+            quotas: reflect_optional(
+                Api::all(c.clone()),
+                watcher::Config::default(),
+                changed.clone(),
+            ),
+            groups: reflect_optional(
+                Api::all(c.clone()),
+                watcher::Config::default(),
+                changed.clone(),
+            ),
+        };
         let stores = Stores {
-            nodes: reflect(Api::all(c.clone()), node_config, changed.clone()),
-            pods: reflect(Api::all(c.clone()), watcher::Config::default(), changed.clone()),
+            nodes,
+            pods,
             metrics: reflect(Api::all(c.clone()), watcher::Config::default(), changed.clone()),
             slos: reflect(Api::all(c.clone()), watcher::Config::default(), changed.clone()),
             config: reflect(
@@ -106,6 +129,7 @@ impl Controller {
                 watcher::Config::default().fields(&cm_selector),
                 changed.clone(),
             ),
+            jobs,
         };
         let lost = async move {
             match leadership {
@@ -135,6 +159,7 @@ impl Controller {
         self.health.set_ready(true);
         loop {
             self.pass(stores).await;
+            self.jobs.pass(&stores.jobs).await;
             tokio::select! {
                 () = changed.notified() => {}
                 () = tokio::time::sleep(self.options.resync) => {}

@@ -14,9 +14,10 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kolo_api::crd::NodeMetric;
+use kolo_api::crd::{ElasticQuota, NodeMetric, PodGroup, Reservation};
 use kolo_core::clock::Timestamp;
 use kolo_scheduler::config::SchedulerConfig;
+use kolo_scheduler::framework::{ObjectKind, ObjectRef, SchedulingObject};
 use kolo_scheduler::plugins::{DEFAULT_PLUGINS, registry};
 use kolo_scheduler::scheduler::{CycleReport, Outcome, Scheduler};
 use kube::{Client, ResourceExt};
@@ -42,11 +43,34 @@ pub enum Update {
     Pod(Box<Change<Pod>>),
     /// A NodeMetric changed.
     NodeMetric(Box<Change<NodeMetric>>),
+    /// An ElasticQuota changed.
+    Quota(Box<Change<ElasticQuota>>),
+    /// A PodGroup changed.
+    PodGroup(Box<Change<PodGroup>>),
+    /// A Reservation changed.
+    Reservation(Box<Change<Reservation>>),
+    /// The CRD of this kind is not installed: schedule as if there were
+    /// none of its objects (its watch keeps retrying).
+    CrdMissing(ObjectKind),
     /// A bind finished: apply its outcome now.
     Wake,
     /// A preemption's evictions did not all go through: the preemptor
     /// (`namespace/name`) stops waiting for its victims.
     PreemptionFailed(String),
+}
+
+/// The kinds whose first list the scheduler waits for before it decides
+/// anything (a CRD that is not installed counts as listed, empty).
+const SYNCED_KINDS: [&str; 6] =
+    ["nodes", "pods", "nodemetrics", "elasticquotas", "podgroups", "reservations"];
+
+/// The index in [`SYNCED_KINDS`] of a scheduling object's kind.
+fn synced_index(kind: ObjectKind) -> usize {
+    match kind {
+        ObjectKind::ElasticQuota => 3,
+        ObjectKind::PodGroup => 4,
+        ObjectKind::Reservation => 5,
+    }
 }
 
 /// How long the thread sleeps when nothing happens (pods whose backoff
@@ -102,7 +126,7 @@ impl SchedulerDriver {
             reports,
             runtime: Handle::current(),
             health: self.health.clone(),
-            synced: [false; 3],
+            synced: [false; SYNCED_KINDS.len()],
             uids: HashMap::new(),
             reported: HashMap::new(),
             client: self.client.clone(),
@@ -125,8 +149,8 @@ struct SchedulingThread {
     reports: Reports,
     runtime: Handle,
     health: Arc<Health>,
-    /// Whether the first list of nodes, pods and NodeMetrics is in.
-    synced: [bool; 3],
+    /// Whether the first list of each of [`SYNCED_KINDS`] is in.
+    synced: [bool; SYNCED_KINDS.len()],
     /// Pod key → UID (Events and bindings name the pod by UID).
     uids: HashMap<String, String>,
     /// Pod key → the failure last reported, so a pod that fails the same
@@ -173,7 +197,7 @@ impl SchedulingThread {
                     }
                 }
                 Change::Delete(name) => self.scheduler.remove_node(&name, now),
-                Change::Synced => self.synced(0, "nodes"),
+                Change::Synced => self.synced(0),
             },
             Update::Pod(change) => match *change {
                 Change::Apply(pod) => {
@@ -191,7 +215,7 @@ impl SchedulingThread {
                     self.uids.remove(&k);
                     self.reported.remove(&k);
                 }
-                Change::Synced => self.synced(1, "pods"),
+                Change::Synced => self.synced(1),
             },
             Update::NodeMetric(change) => match *change {
                 Change::Apply(metric) => {
@@ -203,8 +227,18 @@ impl SchedulingThread {
                     }
                 }
                 Change::Delete(name) => self.scheduler.remove_node_metric(&name, now),
-                Change::Synced => self.synced(2, "nodemetrics"),
+                Change::Synced => self.synced(2),
             },
+            Update::Quota(change) => {
+                self.object(*change, ObjectKind::ElasticQuota, SchedulingObject::ElasticQuota)
+            }
+            Update::PodGroup(change) => {
+                self.object(*change, ObjectKind::PodGroup, SchedulingObject::PodGroup)
+            }
+            Update::Reservation(change) => {
+                self.object(*change, ObjectKind::Reservation, SchedulingObject::Reservation)
+            }
+            Update::CrdMissing(kind) => self.synced(synced_index(kind)),
             Update::Wake => {}
             Update::PreemptionFailed(pod) => {
                 if self.scheduler.clear_nomination(&pod) {
@@ -214,7 +248,23 @@ impl SchedulingThread {
         }
     }
 
-    fn synced(&mut self, i: usize, kind: &str) {
+    /// Applies a change of a scheduling object (quota, gang, reservation).
+    fn object<K>(
+        &mut self,
+        change: Change<K>,
+        kind: ObjectKind,
+        wrap: fn(Arc<K>) -> SchedulingObject,
+    ) {
+        let now = Timestamp::now();
+        match change {
+            Change::Apply(object) => self.scheduler.apply_object(wrap(Arc::new(object)), now),
+            Change::Delete(key) => self.scheduler.remove_object(&ObjectRef { kind, key }, now),
+            Change::Synced => self.synced(synced_index(kind)),
+        }
+    }
+
+    fn synced(&mut self, i: usize) {
+        let kind = SYNCED_KINDS[i];
         if !self.synced[i] {
             tracing::info!(kind, "initial list done");
         }
