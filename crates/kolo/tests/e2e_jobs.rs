@@ -13,9 +13,11 @@
 //!   `reservation-allocated` annotation.
 //!
 //! These tests start an API-only cluster of their own (`scripts/cluster
-//! start --api-only`), shared by the tests of this file that run at the
-//! same time and stopped when the last one ends; they skip, loudly, only
-//! when the Kubernetes binaries are not built.
+//! start --api-only`) with RBAC on, shared by the tests of this file that
+//! run at the same time and stopped when the last one ends; they skip,
+//! loudly, only when the Kubernetes binaries are not built. The scheduler
+//! and the manager run as their service accounts (impersonated) with the
+//! roles of `deploy/rbac-*.yaml`, so a permission those lack fails here.
 
 mod common;
 mod e2e_common;
@@ -28,8 +30,7 @@ use std::time::Duration;
 
 use common::{cleanup, kubectl, run, try_run, workspace_root};
 use e2e_common::{
-    Daemon, component_args, create, create_node, events, get_json, manager_args, node_of, pod,
-    wait_for,
+    Daemon, component_args, create, create_node, events, get_json, node_of, pod, wait_for,
 };
 use serde_json::{Value, json};
 
@@ -42,8 +43,21 @@ struct Cluster {
 }
 
 impl Cluster {
+    /// The admin's kubeconfig (the tests' kubectl).
     fn kubeconfig(&self) -> PathBuf {
         self.dir.path().join("cluster/kubeconfig")
+    }
+
+    /// The kubeconfig of service account `kolo-system/<account>`: the
+    /// admin's, impersonating it.
+    fn kubeconfig_as(&self, account: &str) -> PathBuf {
+        let path = self.dir.path().join(format!("cluster/kubeconfig-{account}"));
+        let admin = std::fs::read_to_string(self.kubeconfig()).unwrap();
+        let user = format!("user: {{as: \"system:serviceaccount:kolo-system:{account}\", ");
+        let text = admin.replace("user: {", &user);
+        assert_ne!(text, admin, "unexpected kubeconfig format:\n{admin}");
+        std::fs::write(&path, text).unwrap();
+        path
     }
 }
 
@@ -82,9 +96,16 @@ fn cluster(test: &str) -> Option<Arc<Cluster>> {
     let cluster_dir = dir.path().join("cluster");
     // Owned before it starts, so a failed start is stopped too.
     let cluster = Arc::new(Cluster { tool: tool.clone(), dir });
-    run(Command::new(&tool).args(["start", "--api-only"]).arg(&cluster_dir), None);
+    run(
+        Command::new(&tool).args(["start", "--api-only"]).arg(&cluster_dir).env("KOLO_CLUSTER_RBAC", "1"),
+        None,
+    );
     let config = cluster.kubeconfig();
     e2e_common::install_crds(&config);
+    let deploy = workspace_root().join("deploy");
+    for file in ["namespace.yaml", "rbac-scheduler.yaml", "rbac-manager.yaml"] {
+        run(kubectl(&config).arg("apply").arg("-f").arg(deploy.join(file)), None);
+    }
     run(
         kubectl(&config).args([
             "wait",
@@ -125,10 +146,12 @@ fn namespace<'a>(config: &'a Path, id: &str) -> Cleanup<'a> {
     Cleanup { config, id: id.into() }
 }
 
-/// `kolo scheduler` with one profile (`schedulerName: <id>`): kolo's
-/// default plugins plus Coscheduling, ElasticQuota and Reservation,
-/// LoadAwareScheduling off (the test nodes have no NodeMetrics).
-fn scheduler(config: &Path, dir: &Path, id: &str) -> Daemon {
+/// `kolo scheduler` as its service account, with one profile
+/// (`schedulerName: <id>`): kolo's default plugins plus Coscheduling,
+/// ElasticQuota and Reservation, LoadAwareScheduling off (the test nodes
+/// have no NodeMetrics).
+fn scheduler(cluster: &Cluster, dir: &Path, id: &str) -> Daemon {
+    let config = cluster.kubeconfig_as("kolo-scheduler");
     let file = dir.join("scheduler.yaml");
     let yaml = [
         "apiVersion: kubescheduler.config.k8s.io/v1",
@@ -142,14 +165,25 @@ fn scheduler(config: &Path, dir: &Path, id: &str) -> Daemon {
     ];
     std::fs::write(&file, yaml.join("\n")).unwrap();
     let mut args = vec!["scheduler".to_string()];
-    args.extend(component_args(config));
+    args.extend(component_args(&config));
     args.extend(["--config".into(), file.display().to_string(), "--leader-elect=false".into()]);
     Daemon::start(&format!("e2e-jobs-scheduler-{id}"), &args)
 }
 
-/// `kolo manager run` for this test's nodes, a pass every 2 s.
-fn manager(config: &Path, id: &str) -> Daemon {
-    Daemon::start(&format!("e2e-jobs-manager-{id}"), &manager_args(config, id, &[]))
+/// `kolo manager run` as its service account, for this test's nodes, a
+/// pass every 2 s, its (absent) ConfigMap in kolo-system where its role
+/// may read it.
+fn manager(cluster: &Cluster, id: &str) -> Daemon {
+    let config = cluster.kubeconfig_as("kolo-manager");
+    let mut args = vec!["manager".to_string(), "run".into()];
+    args.extend(component_args(&config));
+    let selector = format!("kolo-test={id}");
+    args.extend(
+        ["--leader-elect=false", "--config-namespace", "kolo-system", "--node-selector", &selector]
+            .map(String::from),
+    );
+    args.extend(["--resync-seconds", "2"].map(String::from));
+    Daemon::start(&format!("e2e-jobs-manager-{id}"), &args)
 }
 
 /// The pods of `names` bound so far, with their nodes.
@@ -173,8 +207,8 @@ fn a_gang_binds_all_or_nothing_and_its_status_is_written() {
     let _cleanup = namespace(&config, &id);
     let dir = tempfile::tempdir().unwrap();
     create_node(&config, &format!("{id}-a"), &id, "4", "32Gi");
-    let scheduler = scheduler(&config, dir.path(), &id);
-    let _manager = manager(&config, &id);
+    let scheduler = scheduler(&cluster, dir.path(), &id);
+    let _manager = manager(&cluster, &id);
     create(
         &config,
         &json!({
@@ -227,8 +261,8 @@ fn a_quota_max_holds_a_pod_back_and_its_used_is_written() {
             "spec": {"min": {"cpu": "1", "memory": "4Gi"}, "max": {"cpu": "3", "memory": "8Gi"}},
         }),
     );
-    let scheduler = scheduler(&config, dir.path(), &id);
-    let _manager = manager(&config, &id);
+    let scheduler = scheduler(&cluster, dir.path(), &id);
+    let _manager = manager(&cluster, &id);
     let quota_pod = |name: &str| {
         let mut p = pod(name, &id, &id, &id, "2");
         p["metadata"]["labels"]["quota.scheduling.koordinator.sh/name"] = id.clone().into();
@@ -285,7 +319,7 @@ fn a_reservation_is_scheduled_and_consumed_by_its_owner() {
     for n in ["a", "b"] {
         create_node(&config, &format!("{id}-{n}"), &id, "4", "32Gi");
     }
-    let scheduler = scheduler(&config, dir.path(), &id);
+    let scheduler = scheduler(&cluster, dir.path(), &id);
     let name = format!("{id}-r");
     create(&config, &reservation(&id, &name));
     let status = wait_for("the Reservation scheduled", TIMEOUT, || {
