@@ -433,7 +433,7 @@ mod tests {
         let names = |list: &[Enabled<dyn Reserve>]| -> Vec<&str> {
             list.iter().map(|e| profile.plugin_name(e.index)).collect()
         };
-        assert_eq!(names(&profile.reserve), ["NodeNUMAResource"]);
+        assert_eq!(names(&profile.reserve), ["Coscheduling", "NodeNUMAResource"]);
         // Every in-tree Filter plugin but InterPodAffinity and
         // PodTopologySpread (their verdicts read other nodes' pods) gives
         // queueing hints; QueueSort and Bind plugins give none.

@@ -129,6 +129,21 @@ impl SchedulingQueue {
         }
     }
 
+    /// Gives a queued pod a new key (its QueueSort's key changed without
+    /// the pod changing; `None`: keep it); an active pod takes its new
+    /// place at once.
+    pub fn rekey(&mut self, name: &str, key: impl FnOnce(&PodInfo) -> Option<QueueKey>) {
+        let Some(entry) = self.entries.get_mut(name) else { return };
+        let Some(key) = key(&entry.info) else { return };
+        if entry.key == key {
+            return;
+        }
+        entry.key = key;
+        if entry.place == Place::Active {
+            self.push_active(name);
+        }
+    }
+
     /// Removes a pod (deleted, or bound).
     pub fn remove(&mut self, key: &str) -> bool {
         self.unmark_unschedulable(key);
@@ -355,7 +370,7 @@ mod tests {
     }
 
     fn add(q: &mut SchedulingQueue, name: &str, priority: i64) {
-        q.add(Arc::new(pod_info(name, &[])), QueueKey(-priority, 0));
+        q.add(Arc::new(pod_info(name, &[])), QueueKey::new(-priority, 0));
     }
 
     fn pop_name(q: &mut SchedulingQueue, now: Timestamp) -> Option<String> {
@@ -370,6 +385,18 @@ mod tests {
         add(&mut q, "low2", 1);
         let order: Vec<_> = std::iter::from_fn(|| pop_name(&mut q, t(0))).collect();
         assert_eq!(order, ["default/high", "default/low", "default/low2"]);
+    }
+
+    #[test]
+    fn a_rekeyed_pod_takes_its_new_place() {
+        let mut q = queue();
+        add(&mut q, "a", 1);
+        add(&mut q, "b", 1);
+        q.rekey("default/b", |_| Some(QueueKey::new(-5, 0)));
+        q.rekey("default/a", |_| None);
+        q.rekey("default/missing", |_| unreachable!("not queued"));
+        let order: Vec<_> = std::iter::from_fn(|| pop_name(&mut q, t(0))).collect();
+        assert_eq!(order, ["default/b", "default/a"]);
     }
 
     #[test]

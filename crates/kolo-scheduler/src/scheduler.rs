@@ -413,6 +413,17 @@ impl Scheduler {
     /// object or a pending pod.
     fn dispatch_object(&mut self, event: &ObjectEvent<'_>, now: Timestamp) {
         each_event_handler(&self.profiles, |handler| handler.on_object(event));
+        // Such an event may move a queue key that reads plugin state (a
+        // gang's time): those pods take their new places.
+        for profile in &self.profiles {
+            let sort = profile.queue_sort();
+            for key in sort.take_stale_keys() {
+                self.queue.rekey(&key, |info| {
+                    let name = info.view().scheduler_name().unwrap_or("default-scheduler");
+                    (name == profile.scheduler_name()).then(|| sort.sort_key(info))
+                });
+            }
+        }
         if self.queue.wants(event.kind(), now) {
             self.wakeup.clear();
             self.wakeup.add_event(event.kind());

@@ -115,11 +115,44 @@ pub trait QueueSort: Send + Sync {
     /// The pod's place in the queue: smaller keys are scheduled first (pods
     /// with equal keys in arrival order).
     fn sort_key(&self, pod: &PodInfo) -> QueueKey;
+
+    /// The pods (`namespace/name`) whose [`sort_key`](Self::sort_key) may
+    /// have changed since last asked, although the pods themselves did not:
+    /// a key that reads plugin state (a gang's creation time, learned when
+    /// its PodGroup arrives after its pods). The framework asks after every
+    /// scheduling-object and pending-pod event and re-keys the queued ones.
+    /// Empty by default.
+    fn take_stale_keys(&self) -> Vec<Box<str>> {
+        Vec::new()
+    }
 }
 
-/// A position in the scheduling queue; smaller first.
+/// A position in the scheduling queue; smaller first, field by field.
+///
+/// A plain sort (PrioritySort) sets only the priority and the pod's time
+/// ([`QueueKey::new`]); a sort that keeps groups of pods together (gangs)
+/// puts the group's time and a tag naming the group before the pod's own
+/// time, so a group's pods follow one another.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct QueueKey(pub i64, pub i64);
+pub struct QueueKey {
+    /// The priority, negated (higher priority first).
+    pub priority: i64,
+    /// The group's time (nanoseconds since the epoch); the pod's own time
+    /// for a pod in no group.
+    pub group_time: i64,
+    /// Names the group among groups of the same time; 0 for none.
+    pub group: u64,
+    /// The pod's own time (nanoseconds since the epoch).
+    pub time: i64,
+}
+
+impl QueueKey {
+    /// The key of a pod in no group: `priority` (already negated) and its
+    /// time.
+    pub const fn new(priority: i64, time: i64) -> QueueKey {
+        QueueKey { priority, group_time: time, group: 0, time }
+    }
+}
 
 /// What a PreFilter plugin decided for a pod.
 #[derive(Debug, Clone, PartialEq, Eq)]

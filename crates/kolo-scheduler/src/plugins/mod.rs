@@ -2,6 +2,7 @@
 //! profile that enable them.
 
 pub mod balanced_allocation;
+pub mod coscheduling;
 pub mod default_binder;
 pub mod default_preemption;
 pub mod image_locality;
@@ -27,6 +28,7 @@ pub fn registry() -> Registry {
     let mut registry = Registry::new();
     registry
         .register(priority_sort::NAME, priority_sort::PrioritySort::build)
+        .register(coscheduling::NAME, coscheduling::Coscheduling::build)
         .register(node_unschedulable::NAME, node_unschedulable::NodeUnschedulable::build)
         .register(node_affinity::NAME, node_affinity::NodeAffinity::build)
         .register(taint_toleration::NAME, taint_toleration::TaintToleration::build)
@@ -53,8 +55,10 @@ pub fn registry() -> Registry {
 
 /// The plugins a kolo profile enables unless configured otherwise, in
 /// order, with kube-scheduler's default score weights for its own plugins.
+/// Coscheduling is the QueueSort (PrioritySort's order for pods in no
+/// gang); its PostFilter runs before DefaultPreemption's.
 pub const DEFAULT_PLUGINS: &[DefaultPlugin] = &[
-    DefaultPlugin { name: priority_sort::NAME, weight: 1 },
+    DefaultPlugin { name: coscheduling::NAME, weight: 1 },
     DefaultPlugin { name: placement_fields::NAME, weight: 1 },
     DefaultPlugin { name: node_unschedulable::NAME, weight: 1 },
     DefaultPlugin { name: node_name::NAME, weight: 1 },

@@ -41,7 +41,7 @@ impl QueueSort for PrioritySort {
                 .saturating_mul(1_000_000_000)
                 .saturating_add(i64::from(t.subsec_nanosecond()))
         });
-        QueueKey(-i64::from(view.priority()), created)
+        QueueKey::new(-i64::from(view.priority()), created)
     }
 }
 
@@ -68,9 +68,9 @@ mod tests {
         // An empty pod is BE, hence koord-batch at its default 5500.
         let empty = key("metadata: {name: d}");
         let explicit = key("metadata: {name: e}\nspec: {priority: 9999, containers: []}");
-        assert_eq!(prod_old.0, -9500);
-        assert_eq!(batch.0, -5500);
-        assert_eq!(empty.0, -5500);
+        assert_eq!(prod_old.priority, -9500);
+        assert_eq!(batch.priority, -5500);
+        assert_eq!(empty.priority, -5500);
         let mut keys = [batch, empty, prod_new, explicit, prod_old];
         keys.sort();
         assert_eq!(keys, [explicit, prod_old, prod_new, batch, empty]);
