@@ -22,6 +22,29 @@ pub struct BindRequest {
     /// Annotations to set on the pod before binding (PreBind plugins add
     /// them; e.g. `scheduling.koordinator.sh/resource-status`).
     pub annotations: BTreeMap<String, String>,
+    /// What the request binds: a pod (almost always), or the placeholder
+    /// pod of a scheduling object that is scheduled like a pod (a
+    /// Reservation), whose binding is a status update of that object.
+    pub target: BindTarget,
+}
+
+/// What a [`BindRequest`] binds. A Bind plugin that takes a placeholder
+/// pod sets it; the binder must act on it (the kube binder writes the
+/// object's status instead of creating a `pods/binding`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum BindTarget {
+    /// The pod named by [`BindRequest::pod`] (the `pods/binding`
+    /// subresource).
+    #[default]
+    Pod,
+    /// The cluster-scoped `Reservation` `name`, scheduled as the reserve
+    /// pod [`BindRequest::pod`]; binding it records the node in its status
+    /// (see `crate::plugins::reservation` for what to write).
+    Reservation {
+        /// The reservation's name.
+        name: String,
+    },
 }
 
 /// How a bind ended.

@@ -412,7 +412,8 @@ mod tests {
                 "NodeResourcesFit",
                 "LoadAwareScheduling",
                 "NodeNUMAResource",
-                "PodTopologySpread"
+                "PodTopologySpread",
+                "Reservation"
             ]
         );
         let scores: Vec<_> = profile.score_plugins().collect();
@@ -427,27 +428,30 @@ mod tests {
                 ("NodeNUMAResource", 1),
                 ("PodTopologySpread", 2),
                 ("NodeResourcesBalancedAllocation", 1),
-                ("ImageLocality", 1)
+                ("ImageLocality", 1),
+                ("Reservation", 5000)
             ]
         );
         let names = |list: &[Enabled<dyn Reserve>]| -> Vec<&str> {
             list.iter().map(|e| profile.plugin_name(e.index)).collect()
         };
-        assert_eq!(names(&profile.reserve), ["Coscheduling", "NodeNUMAResource"]);
+        assert_eq!(names(&profile.reserve), ["Coscheduling", "NodeNUMAResource", "Reservation"]);
         // Every in-tree Filter plugin but InterPodAffinity and
-        // PodTopologySpread (their verdicts read other nodes' pods) gives
-        // queueing hints; QueueSort and Bind plugins give none.
+        // PodTopologySpread (their verdicts read other nodes' pods) and
+        // Reservation (its Filter runs only for pods that must use a
+        // reservation) gives queueing hints; QueueSort and Bind plugins
+        // give none.
         let hinting: Vec<&str> = (0..profile.plugins.len())
             .filter(|&i| profile.hints[i].is_some())
             .map(|i| profile.plugin_name(i))
             .collect();
-        assert_eq!(hinting.len(), filters.len() - 2, "{hinting:?}");
+        assert_eq!(hinting.len(), filters.len() - 3, "{hinting:?}");
         assert!(!hinting.contains(&"InterPodAffinity"));
-        // The two opt out of the equivalence cache (it serves the pods they
-        // trivially pass); their results are cached only for those pods,
-        // which no node update changes: node updates stay local.
+        // The three opt out of the equivalence cache (it serves the pods
+        // they trivially pass); their results are cached only for those
+        // pods, which no node update changes: node updates stay local.
         let no_equivalence: Vec<&str> = profile.no_equivalence.iter().map(|p| p.name()).collect();
-        assert_eq!(no_equivalence, ["InterPodAffinity", "PodTopologySpread"]);
+        assert_eq!(no_equivalence, ["InterPodAffinity", "PodTopologySpread", "Reservation"]);
         assert!(profile.local_node_updates);
     }
 

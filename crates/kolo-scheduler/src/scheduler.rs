@@ -31,14 +31,14 @@ use kolo_core::node::{NodeView, NodeViewError};
 use kolo_core::pod::PodViewError;
 use kolo_core::usage_report::{NodeUsageReport, UsageReadError};
 
-use crate::binder::{BindCompletion, BindRequest, BindResult, Binder};
+use crate::binder::{BindCompletion, BindRequest, BindResult, BindTarget, Binder};
 use crate::cache::{Cache, CacheChange};
 use crate::config::{ConfigError, SchedulerConfig};
 use crate::equivalence::{EquivalenceCache, pod_signature};
 use crate::framework::{
     BindOutcome, ClusterEvent, ClusterEventHandler, CycleContext, CycleState, EventKinds, Facts,
-    NodeId, NodeInfo, ObjectEvent, ObjectRef, PermitOutcome, PodInfo, PostFilterOutcome, Rejection,
-    Reserve, SchedulingObject, WaitingVerdict,
+    NodeId, NodeInfo, NodeOverlay, ObjectEvent, ObjectRef, PermitOutcome, PodInfo,
+    PostFilterOutcome, Rejection, Reserve, SchedulingObject, WaitingVerdict,
 };
 use crate::profile::{DefaultPlugin, Enabled, Profile};
 use crate::queue::SchedulingQueue;
@@ -758,15 +758,21 @@ impl Scheduler {
             ..
         } = self;
         let profile = &profiles[profile_index];
-        let nodes = overlay.as_deref().unwrap_or(cache.nodes());
         state.clear();
-        let running = prepare(profile, ctx, state, info, nodes.len())?;
+        let running = prepare(profile, ctx, state, info, cache.nodes().len())?;
+        // PreFilter plugins may ask to leave pods out of some nodes for
+        // this pod (a reservation's hold, for its owner).
+        let overlay = match state.read::<NodeOverlay>().filter(|o| !o.is_empty()) {
+            Some(left_out) => Some(without_pods(cache, overlay, left_out)),
+            None => overlay,
+        };
+        let nodes = overlay.as_deref().unwrap_or(cache.nodes());
         let mut search =
             Search::new(ctx, state, info, profile, profile_index, nodes, running, *facts);
         search.post_filter_input = Some(PostFilterInput { cache, awaiting_victims });
         let want = num_feasible_nodes_to_find(nodes.len(), *percentage);
         // The equivalence cache keys results by the cache's node
-        // generations, which the overlay does not change: bypass it then.
+        // generations, which an overlay does not change: bypass it then.
         if overlay.is_none()
             && want >= nodes.len()
             && search.sum_in_pass
@@ -835,6 +841,7 @@ impl Scheduler {
             uid: info.view().uid().to_string(),
             node: node_info.name().to_string(),
             annotations: BTreeMap::new(),
+            target: BindTarget::Pod,
         };
         let profile_ref = &self.profiles[profile];
         let pre_bound = profile_ref
@@ -863,6 +870,22 @@ impl Scheduler {
         self.binder.bind(BindCompletion::new(request, self.bind_tx.clone()));
         Ok(copy)
     }
+}
+
+/// The nodes (`base`, or the cache's) with the pods a [`NodeOverlay`]
+/// names taken out of their nodes.
+fn without_pods(
+    cache: &Cache,
+    base: Option<Vec<NodeInfo>>,
+    left_out: &NodeOverlay,
+) -> Vec<NodeInfo> {
+    let mut nodes = base.unwrap_or_else(|| cache.nodes().to_vec());
+    for (node, pod) in left_out.removed() {
+        if let Some(pos) = cache.position(*node) {
+            nodes[pos].remove_pod(pod);
+        }
+    }
+    nodes
 }
 
 /// How Reserve and Permit ended for a pod that passed them.

@@ -9,6 +9,7 @@ mod extension_points;
 mod facts;
 mod interface;
 mod node_info;
+mod node_overlay;
 mod node_set;
 mod objects;
 mod per_node;
@@ -27,6 +28,7 @@ pub use interface::{
     Reserve, Score, ScoreSink, WaitingVerdict, default_normalize, filter_each, score_each,
 };
 pub use node_info::{NodeId, NodeInfo};
+pub use node_overlay::NodeOverlay;
 pub use node_set::NodeSet;
 pub use objects::{ObjectEvent, ObjectKind, ObjectRef, SchedulingObject};
 pub use per_node::PerNode;

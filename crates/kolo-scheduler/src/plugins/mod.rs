@@ -17,6 +17,7 @@ pub mod node_unschedulable;
 pub mod placement_fields;
 pub mod pod_topology_spread;
 pub mod priority_sort;
+pub mod reservation;
 pub mod taint_toleration;
 pub mod tolerations;
 
@@ -46,6 +47,7 @@ pub fn registry() -> Registry {
         .register(node_ports::NAME, node_ports::NodePorts::build)
         .register(balanced_allocation::NAME, balanced_allocation::BalancedAllocation::build)
         .register(image_locality::NAME, image_locality::ImageLocality::build)
+        .register(reservation::NAME, reservation::ReservationPlugin::build)
         .register(
             default_preemption::plugin::NAME,
             default_preemption::plugin::DefaultPreemption::build,
@@ -72,6 +74,8 @@ pub const DEFAULT_PLUGINS: &[DefaultPlugin] = &[
     DefaultPlugin { name: pod_topology_spread::NAME, weight: 2 },
     DefaultPlugin { name: balanced_allocation::NAME, weight: 1 },
     DefaultPlugin { name: image_locality::NAME, weight: 1 },
+    // Koordinator's default weight: a node with a usable reservation wins.
+    DefaultPlugin { name: reservation::NAME, weight: 5000 },
     DefaultPlugin { name: default_preemption::plugin::NAME, weight: 1 },
     DefaultPlugin { name: default_binder::NAME, weight: 1 },
 ];

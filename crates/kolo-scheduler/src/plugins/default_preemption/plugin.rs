@@ -16,6 +16,7 @@
 
 use std::sync::Arc;
 
+use kolo_api::names::annotation;
 use kolo_api::{PriorityClass, QoSClass};
 use kolo_core::HasMeta;
 use kolo_core::clock::Timestamp;
@@ -57,7 +58,8 @@ impl Plugin for DefaultPreemption {
 /// koord-prod or latency-sensitive pod.
 pub fn may_preempt(preemptor: &PodInfo, victim: &PodInfo) -> bool {
     let (p, v) = (preemptor.view(), victim.view());
-    if v.priority() >= p.priority() {
+    // A reservation's placeholder is no pod to evict (Koordinator).
+    if v.priority() >= p.priority() || v.annotation(annotation::RESERVE_POD).is_some() {
         return false;
     }
     let best_effort = matches!(p.priority_class(), PriorityClass::Batch | PriorityClass::Free);
