@@ -97,7 +97,10 @@ fn cluster(test: &str) -> Option<Arc<Cluster>> {
     // Owned before it starts, so a failed start is stopped too.
     let cluster = Arc::new(Cluster { tool: tool.clone(), dir });
     run(
-        Command::new(&tool).args(["start", "--api-only"]).arg(&cluster_dir).env("KOLO_CLUSTER_RBAC", "1"),
+        Command::new(&tool)
+            .args(["start", "--api-only"])
+            .arg(&cluster_dir)
+            .env("KOLO_CLUSTER_RBAC", "1"),
         None,
     );
     let config = cluster.kubeconfig();
@@ -147,9 +150,9 @@ fn namespace<'a>(config: &'a Path, id: &str) -> Cleanup<'a> {
 }
 
 /// `kolo scheduler` as its service account, with one profile
-/// (`schedulerName: <id>`): kolo's default plugins plus Coscheduling,
-/// ElasticQuota and Reservation, LoadAwareScheduling off (the test nodes
-/// have no NodeMetrics).
+/// (`schedulerName: <id>`): kolo's default plugins (Coscheduling and
+/// Reservation among them), LoadAwareScheduling off (the test nodes have
+/// no NodeMetrics).
 fn scheduler(cluster: &Cluster, dir: &Path, id: &str) -> Daemon {
     let config = cluster.kubeconfig_as("kolo-scheduler");
     let file = dir.join("scheduler.yaml");
@@ -160,7 +163,6 @@ fn scheduler(cluster: &Cluster, dir: &Path, id: &str) -> Daemon {
         &format!("- schedulerName: {id}"),
         "  plugins:",
         "    multiPoint:",
-        "      enabled: [{name: Coscheduling}, {name: ElasticQuota}, {name: Reservation}]",
         "      disabled: [{name: LoadAwareScheduling}]",
     ];
     std::fs::write(&file, yaml.join("\n")).unwrap();

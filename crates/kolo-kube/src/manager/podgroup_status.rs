@@ -8,23 +8,23 @@ use std::collections::HashMap;
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kolo_api::crd::pod_group::{POD_GROUP_PHASE_PENDING, POD_GROUP_PHASE_PRE_SCHEDULING};
 use kolo_api::crd::{PodGroup, PodGroupStatus};
 use kolo_api::names::label;
+use kolo_scheduler::plugins::coscheduling::status::{Phase, PodCounts, next_status};
 
 /// A gang's member pods, by state.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MemberCounts {
     /// Every member pod.
-    pub total: i32,
+    pub total: u32,
     /// Members with a node (bound), whatever their phase.
-    pub scheduled: i32,
+    pub scheduled: u32,
     /// Members in phase `Running`.
-    pub running: i32,
+    pub running: u32,
     /// Members in phase `Succeeded`.
-    pub succeeded: i32,
+    pub succeeded: u32,
     /// Members in phase `Failed`.
-    pub failed: i32,
+    pub failed: u32,
 }
 
 /// The gang a pod belongs to through a PodGroup: `(namespace, name)` from
@@ -64,7 +64,8 @@ pub fn count_members<'a>(
 
 /// The status a PodGroup should have given its members, or `None` when
 /// what it has is already that (nothing to write). The phase takes one
-/// step of the machine per call, as Koordinator's controller does (each
+/// step of the Coscheduling plugin's machine (`status::next_status`) per
+/// call, as Koordinator's controller does (each
 /// write comes back through the watch and the next pass takes the next
 /// step). `scheduleStartTime` is set to `now` when the gang first leaves
 /// `Pending` (it has its `minMember` pods and can be scheduled), and kept
@@ -76,52 +77,31 @@ pub fn status_to_write(
 ) -> Option<PodGroupStatus> {
     let current = group.status.clone().unwrap_or_default();
     let min_member = group.spec.min_member.unwrap_or(0);
-    let phase = next_phase(current.phase.as_deref().unwrap_or(""), min_member, members);
-    let start = match (&current.schedule_start_time, phase) {
+    let counts = PodCounts {
+        pods: members.total,
+        bound: members.scheduled,
+        running: members.running,
+        succeeded: members.succeeded,
+        failed: members.failed,
+    };
+    let min_member = u32::try_from(min_member).unwrap_or(0);
+    let plan = next_status(Phase::parse(current.phase.as_deref()), min_member, counts);
+    let start = match (&current.schedule_start_time, plan.phase) {
         (Some(t), _) => Some(t.clone()),
-        (None, POD_GROUP_PHASE_PENDING) => None,
+        (None, Phase::Empty | Phase::Pending) => None,
         (None, _) => Some(now.clone()),
     };
+    let count = |n: u32| Some(i32::try_from(n).unwrap_or(i32::MAX));
     let wanted = PodGroupStatus {
-        phase: Some(phase.to_string()),
+        phase: Some(plan.phase.as_str().to_string()),
         occupied_by: current.occupied_by.clone(),
-        scheduled: Some(members.scheduled),
-        running: Some(members.running),
-        succeeded: Some(members.succeeded),
-        failed: Some(members.failed),
+        scheduled: count(plan.scheduled),
+        running: count(plan.running),
+        succeeded: count(plan.succeeded),
+        failed: count(plan.failed),
         schedule_start_time: start,
     };
     (wanted != current).then_some(wanted)
-}
-
-/// One step of the phase machine (spec §8.3).
-fn next_phase(current: &str, min_member: i32, m: MemberCounts) -> &'static str {
-    use kolo_api::crd::pod_group::{
-        POD_GROUP_PHASE_FAILED as FAILED, POD_GROUP_PHASE_FINISHED as FINISHED,
-        POD_GROUP_PHASE_RUNNING as RUNNING, POD_GROUP_PHASE_SCHEDULED as SCHEDULED,
-        POD_GROUP_PHASE_SCHEDULING as SCHEDULING,
-    };
-    match current {
-        "" => POD_GROUP_PHASE_PENDING,
-        POD_GROUP_PHASE_PENDING if min_member > 0 && m.total >= min_member => {
-            POD_GROUP_PHASE_PRE_SCHEDULING
-        }
-        POD_GROUP_PHASE_PENDING => POD_GROUP_PHASE_PENDING,
-        _ if m.total == 0 || m.total < min_member => POD_GROUP_PHASE_PENDING,
-        _ => {
-            let mut phase = if m.scheduled < min_member { SCHEDULING } else { SCHEDULED };
-            if m.running + m.succeeded >= min_member {
-                phase = RUNNING;
-            }
-            if m.failed > 0 && m.failed + m.running + m.succeeded >= min_member {
-                phase = FAILED;
-            }
-            if m.succeeded >= min_member {
-                phase = FINISHED;
-            }
-            phase
-        }
-    }
 }
 
 /// The merge patch that writes `status` (the PodGroup CRD has no status
@@ -151,11 +131,11 @@ mod tests {
     }
 
     fn counts(
-        total: i32,
-        scheduled: i32,
-        running: i32,
-        succeeded: i32,
-        failed: i32,
+        total: u32,
+        scheduled: u32,
+        running: u32,
+        succeeded: u32,
+        failed: u32,
     ) -> MemberCounts {
         MemberCounts { total, scheduled, running, succeeded, failed }
     }
@@ -181,31 +161,6 @@ mod tests {
         assert_eq!(got.len(), 2);
         assert_eq!(got[&("a".into(), "g".into())], counts(6, 4, 1, 1, 1));
         assert_eq!(got[&("b".into(), "g".into())], counts(1, 1, 1, 0, 0));
-    }
-
-    #[test]
-    fn phase_machine_table() {
-        // (current phase, minMember, members, next phase)
-        let table = [
-            ("", 3, counts(0, 0, 0, 0, 0), "Pending"),
-            ("", 3, counts(5, 5, 5, 0, 0), "Pending"),
-            ("Pending", 3, counts(2, 0, 0, 0, 0), "Pending"),
-            ("Pending", 3, counts(3, 0, 0, 0, 0), "PreScheduling"),
-            ("Pending", 0, counts(3, 0, 0, 0, 0), "Pending"),
-            ("PreScheduling", 3, counts(3, 0, 0, 0, 0), "Scheduling"),
-            ("PreScheduling", 3, counts(2, 0, 0, 0, 0), "Pending"),
-            ("Scheduling", 3, counts(3, 2, 0, 0, 0), "Scheduling"),
-            ("Scheduling", 3, counts(3, 3, 0, 0, 0), "Scheduled"),
-            ("Scheduled", 3, counts(3, 3, 2, 1, 0), "Running"),
-            ("Running", 3, counts(4, 4, 2, 1, 1), "Failed"),
-            ("Running", 3, counts(4, 3, 1, 0, 1), "Scheduled"),
-            ("Running", 3, counts(3, 3, 0, 3, 0), "Finished"),
-            ("Failed", 2, counts(3, 3, 0, 2, 1), "Finished"),
-            ("Unknown", 2, counts(0, 0, 0, 0, 0), "Pending"),
-        ];
-        for (i, (current, min, m, want)) in table.into_iter().enumerate() {
-            assert_eq!(next_phase(current, min, m), want, "row {i}");
-        }
     }
 
     fn group(min: i32, status: Option<PodGroupStatus>) -> PodGroup {

@@ -28,6 +28,7 @@ use kolo_core::PodRef;
 
 use super::preempt::{Preemption, preempt};
 use super::report::Reports;
+use super::reservations::{Reservations, StatusWrite, write_status};
 use super::watch::spawn_watchers;
 use crate::error::KubeError;
 use crate::health::Health;
@@ -49,6 +50,8 @@ pub enum Update {
     PodGroup(Box<Change<PodGroup>>),
     /// A Reservation changed.
     Reservation(Box<Change<Reservation>>),
+    /// Writing this Reservation's status failed: the next change retries.
+    ReservationWriteFailed(String),
     /// The CRD of this kind is not installed: schedule as if there were
     /// none of its objects (its watch keeps retrying).
     CrdMissing(ObjectKind),
@@ -72,6 +75,10 @@ fn synced_index(kind: ObjectKind) -> usize {
         ObjectKind::Reservation => 5,
     }
 }
+
+/// How a reserve pod's key starts (`Reservation/<name>`, the Reservation
+/// plugin's `reserve_pod_key`).
+const RESERVE_POD_PREFIX: &str = "Reservation/";
 
 /// How long the thread sleeps when nothing happens (pods whose backoff
 /// ends, unschedulable pods flushed after a while, are picked up then).
@@ -132,6 +139,7 @@ impl SchedulerDriver {
             client: self.client.clone(),
             v1beta1_only: Arc::new(AtomicBool::new(false)),
             preempted,
+            reservations: Reservations::new(),
         };
         std::thread::Builder::new()
             .name("kolo-scheduling".into())
@@ -161,8 +169,11 @@ struct SchedulingThread {
     client: Client,
     /// The server lacks `policy/v1` Eviction (found out on the first one).
     v1beta1_only: Arc<AtomicBool>,
-    /// Where a preemption whose evictions failed reports back.
+    /// Where a preemption whose evictions failed, or a reservation status
+    /// write that failed, reports back.
     preempted: Sender<Update>,
+    /// The Reservations, their owners, and their status.
+    reservations: Reservations,
 }
 
 impl SchedulingThread {
@@ -180,6 +191,8 @@ impl SchedulingThread {
                 continue; // never decide on a partial view of the cluster
             }
             let now = Timestamp::now();
+            let expired = self.reservations.expire(&mut self.scheduler, now);
+            self.write_reservations(expired);
             while let Some(report) = self.scheduler.schedule_next(now) {
                 self.handle(report);
             }
@@ -205,12 +218,16 @@ impl SchedulingThread {
                     if pod.spec.as_ref().is_some_and(|s| s.node_name.is_some()) {
                         self.reported.remove(&k);
                     }
-                    self.uids.insert(k, pod.uid().unwrap_or_default());
+                    self.uids.insert(k.clone(), pod.uid().unwrap_or_default());
+                    let writes = self.reservations.pod_changed(&k, &pod, now);
+                    self.write_reservations(writes);
                     if let Err(e) = self.scheduler.apply_pod(pod, now) {
                         tracing::warn!(error = %e, "pod refused; keeping its last good state");
                     }
                 }
                 Change::Delete(k) => {
+                    let write = self.reservations.pod_removed(&k, now);
+                    self.write_reservations(write);
                     self.scheduler.remove_pod(&k, now);
                     self.uids.remove(&k);
                     self.reported.remove(&k);
@@ -235,9 +252,8 @@ impl SchedulingThread {
             Update::PodGroup(change) => {
                 self.object(*change, ObjectKind::PodGroup, SchedulingObject::PodGroup)
             }
-            Update::Reservation(change) => {
-                self.object(*change, ObjectKind::Reservation, SchedulingObject::Reservation)
-            }
+            Update::Reservation(change) => self.reservation(*change),
+            Update::ReservationWriteFailed(name) => self.reservations.write_failed(&name),
             Update::CrdMissing(kind) => self.synced(synced_index(kind)),
             Update::Wake => {}
             Update::PreemptionFailed(pod) => {
@@ -260,6 +276,42 @@ impl SchedulingThread {
             Change::Apply(object) => self.scheduler.apply_object(wrap(Arc::new(object)), now),
             Change::Delete(key) => self.scheduler.remove_object(&ObjectRef { kind, key }, now),
             Change::Synced => self.synced(synced_index(kind)),
+        }
+    }
+
+    /// Applies a change of a Reservation: fed with its reserve pod, its
+    /// status written when it changed.
+    fn reservation(&mut self, change: Change<Reservation>) {
+        let now = Timestamp::now();
+        match change {
+            Change::Apply(r) => {
+                let write = self.reservations.apply(r, &mut self.scheduler, now);
+                self.write_reservations(write);
+            }
+            Change::Delete(name) => self.reservations.remove(&name, &mut self.scheduler, now),
+            Change::Synced => self.synced(synced_index(ObjectKind::Reservation)),
+        }
+    }
+
+    /// Writes reservation statuses on the runtime; a failure is reported
+    /// back so the next change retries.
+    fn write_reservations(&self, writes: impl IntoIterator<Item = StatusWrite>) {
+        for write in writes {
+            let (client, health, report) =
+                (self.client.clone(), self.health.clone(), self.preempted.clone());
+            self.runtime.spawn(async move {
+                let result = write_status(client, &write).await;
+                health.count("reservation_status", &result);
+                match result {
+                    Ok(()) => tracing::info!(reservation = %write.name,
+                        phase = ?write.object.status.as_ref().and_then(|s| s.phase.clone()),
+                        "wrote Reservation status"),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "Reservation status not written");
+                        let _ = report.send(Update::ReservationWriteFailed(write.name));
+                    }
+                }
+            });
         }
     }
 
@@ -297,6 +349,9 @@ impl SchedulingThread {
     }
 
     fn handle(&mut self, report: CycleReport) {
+        if let Some(name) = report.pod.strip_prefix(RESERVE_POD_PREFIX) {
+            return self.handle_reservation(name.to_string(), report.outcome);
+        }
         let (unschedulable, message) = match report.outcome {
             Outcome::Scheduled { node, total, .. } => {
                 tracing::debug!(pod = %report.pod, %node, total, "assumed; binding");
@@ -324,5 +379,20 @@ impl SchedulingThread {
         let pod = PodRef::from_key(&report.pod, &uid);
         let reports = self.reports.clone();
         self.runtime.spawn(async move { reports.failed(&pod, unschedulable, &message).await });
+    }
+
+    /// A cycle of a reservation's reserve pod: a failure goes to the
+    /// reservation's status (no Event, no pod condition: there is no pod).
+    fn handle_reservation(&mut self, name: String, outcome: Outcome) {
+        let message = match outcome {
+            Outcome::Unschedulable { message, .. } | Outcome::Failed { message } => message,
+            Outcome::Scheduled { node, .. } | Outcome::Waiting { node } => {
+                tracing::debug!(reservation = %name, %node, "reservation assumed");
+                return;
+            }
+        };
+        tracing::info!(reservation = %name, %message, "cannot schedule reservation");
+        let write = self.reservations.unschedulable(&name, &message, Timestamp::now());
+        self.write_reservations(write);
     }
 }
