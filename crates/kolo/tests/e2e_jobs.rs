@@ -290,8 +290,8 @@ fn a_quota_max_holds_a_pod_back_and_its_used_is_written() {
     assert_eq!(used, json!({"cpu": "2", "memory": "1Gi"}));
 }
 
-/// A Reservation of 3 cores on this test's nodes for the pod `owner`.
-fn reservation(id: &str, name: &str) -> Value {
+/// A Reservation of `cpu` cores on this test's nodes for the pod `owner`.
+fn reservation(id: &str, name: &str, cpu: &str) -> Value {
     json!({
         "apiVersion": "scheduling.koordinator.sh/v1alpha1", "kind": "Reservation",
         "metadata": {"name": name, "labels": {"kolo-test": id}},
@@ -302,7 +302,7 @@ fn reservation(id: &str, name: &str) -> Value {
                     "schedulerName": id,
                     "nodeSelector": {"kolo-test": id},
                     "containers": [{"name": "c", "image": "registry.invalid/pause",
-                                    "resources": {"requests": {"cpu": "3", "memory": "1Gi"}}}],
+                                    "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}],
                 },
             },
             "owners": [{"object": {"kind": "Pod", "namespace": id, "name": "owner"}}],
@@ -323,7 +323,10 @@ fn a_reservation_is_scheduled_and_consumed_by_its_owner() {
     }
     let scheduler = scheduler(&cluster, dir.path(), &id);
     let name = format!("{id}-r");
-    create(&config, &reservation(&id, &name));
+    create(&config, &reservation(&id, &name, "3"));
+    // One that fits nowhere stays Pending and says why.
+    let big = format!("{id}-big");
+    create(&config, &reservation(&id, &big, "100"));
     let status = wait_for("the Reservation scheduled", TIMEOUT, || {
         let r = get_json(&config, &["reservation", &name])?;
         (r["status"]["phase"] == "Available").then(|| r["status"].clone())
@@ -334,6 +337,15 @@ fn a_reservation_is_scheduled_and_consumed_by_its_owner() {
         .as_array()
         .and_then(|c| c.iter().find(|c| c["type"] == "Scheduled").cloned());
     assert_eq!(scheduled.map(|c| c["status"].clone()), Some("True".into()), "{status}");
+    let condition = wait_for("the big Reservation's Scheduled condition", TIMEOUT, || {
+        let r = get_json(&config, &["reservation", &big])?;
+        r["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == "Scheduled").cloned()
+    });
+    assert_eq!(condition["status"], "False", "{condition}");
+    assert_eq!(condition["reason"], "Unschedulable", "{condition}");
+    assert!(condition["message"].as_str().unwrap().contains("Insufficient cpu"), "{condition}");
+    let big_status = get_json(&config, &["reservation", &big]).unwrap()["status"].clone();
+    assert_eq!(big_status["phase"], "Pending", "{big_status}");
 
     // Another pod of 3 cores cannot use the reserved ones: it takes the
     // other node, so only the reservation has room left for the owner.
@@ -349,4 +361,12 @@ fn a_reservation_is_scheduled_and_consumed_by_its_owner() {
             .as_str()
             .map(|s| serde_json::from_str::<Value>(s).unwrap());
     assert_eq!(allocated.map(|a| a["name"].clone()), Some(Value::from(name.as_str())), "{owner}");
+    // allocateOnce (the default): taken by its owner, the reservation is
+    // over, and its status names the owner.
+    let status = wait_for("the Reservation Succeeded", TIMEOUT, || {
+        let r = get_json(&config, &["reservation", &name])?;
+        (r["status"]["phase"] == "Succeeded").then(|| r["status"].clone())
+    });
+    assert_eq!(status["currentOwners"][0]["name"], "owner", "{status}");
+    assert_eq!(status["allocated"]["cpu"], "3", "{status}");
 }
