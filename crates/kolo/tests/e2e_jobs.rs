@@ -30,7 +30,7 @@ use std::time::Duration;
 
 use common::{cleanup, kubectl, run, try_run, workspace_root};
 use e2e_common::{
-    Daemon, component_args, create, create_node, events, get_json, node_of, pod, wait_for,
+    Daemon, component_args, create, create_node, events, get_json, node_of, patch, pod, wait_for,
 };
 use serde_json::{Value, json};
 
@@ -174,8 +174,8 @@ fn scheduler(cluster: &Cluster, dir: &Path, id: &str) -> Daemon {
 
 /// `kolo manager run` as its service account, for this test's nodes, a
 /// pass every 2 s, its (absent) ConfigMap in kolo-system where its role
-/// may read it.
-fn manager(cluster: &Cluster, id: &str) -> Daemon {
+/// may read it; then `extra`.
+fn manager(cluster: &Cluster, id: &str, extra: &[&str]) -> Daemon {
     let config = cluster.kubeconfig_as("kolo-manager");
     let mut args = vec!["manager".to_string(), "run".into()];
     args.extend(component_args(&config));
@@ -185,6 +185,7 @@ fn manager(cluster: &Cluster, id: &str) -> Daemon {
             .map(String::from),
     );
     args.extend(["--resync-seconds", "2"].map(String::from));
+    args.extend(extra.iter().map(|s| s.to_string()));
     Daemon::start(&format!("e2e-jobs-manager-{id}"), &args)
 }
 
@@ -210,7 +211,7 @@ fn a_gang_binds_all_or_nothing_and_its_status_is_written() {
     let dir = tempfile::tempdir().unwrap();
     create_node(&config, &format!("{id}-a"), &id, "4", "32Gi");
     let scheduler = scheduler(&cluster, dir.path(), &id);
-    let _manager = manager(&cluster, &id);
+    let _manager = manager(&cluster, &id, &[]);
     create(
         &config,
         &json!({
@@ -248,7 +249,7 @@ fn a_gang_binds_all_or_nothing_and_its_status_is_written() {
 }
 
 #[test]
-fn a_quota_max_holds_a_pod_back_and_its_used_is_written() {
+fn a_quota_max_holds_a_pod_back_its_used_is_written_and_over_use_is_revoked() {
     let Some(cluster) = cluster("quota") else { return };
     let config = cluster.kubeconfig();
     let id = e2e_common::run_id("quota");
@@ -264,7 +265,8 @@ fn a_quota_max_holds_a_pod_back_and_its_used_is_written() {
         }),
     );
     let scheduler = scheduler(&cluster, dir.path(), &id);
-    let _manager = manager(&cluster, &id);
+    let revoke = r#"{"monitorAllQuotas": true, "delayEvictTime": "1s"}"#;
+    let manager = manager(&cluster, &id, &["--elastic-quota-args", revoke]);
     let quota_pod = |name: &str| {
         let mut p = pod(name, &id, &id, &id, "2");
         p["metadata"]["labels"]["quota.scheduling.koordinator.sh/name"] = id.clone().into();
@@ -288,6 +290,18 @@ fn a_quota_max_holds_a_pod_back_and_its_used_is_written() {
         used.is_object().then_some(used)
     });
     assert_eq!(used, json!({"cpu": "2", "memory": "1Gi"}));
+
+    // The quota shrinks below what its bound pod uses: over its runtime
+    // for longer than delayEvictTime, the pod is evicted (Eviction API;
+    // with no kubelet it stays terminating).
+    patch(&config, &["elasticquota", &id, "-n", &id], &json!({"spec": {"max": {"cpu": "1"}}}));
+    wait_for("the first pod evicted", TIMEOUT, || {
+        let p = get_json(&config, &["pod", "first", "-n", &id])?;
+        p["metadata"]["deletionTimestamp"].as_str().map(String::from)
+    });
+    assert!(manager.log().contains("its quota is over its runtime"), "{}", manager.log());
+    let second = get_json(&config, &["pod", "second", "-n", &id]).unwrap();
+    assert!(second["metadata"]["deletionTimestamp"].is_null(), "{second}");
 }
 
 /// A Reservation of `cpu` cores on this test's nodes for the pod `owner`.
