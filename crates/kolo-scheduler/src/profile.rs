@@ -9,8 +9,8 @@ use std::sync::Arc;
 use crate::config::{ConfigError, PluginSet, ProfileConfig};
 use crate::framework::{
     Bind, ClusterEventHandler, EventKinds, ExtensionPoints, Filter, Permit, Plugin, PodInfo,
-    PostFilter, PreBind, PreFilter, PreScore, QueueSort, QueueingHints, ReportFacts, Reserve,
-    Score,
+    PostFilter, PreBind, PreFilter, PreScore, PreemptionGuard, QueueSort, QueueingHints,
+    ReportFacts, Reserve, Score,
 };
 use crate::registry::Registry;
 
@@ -100,6 +100,8 @@ pub struct Profile {
     pub(crate) bind: Vec<Enabled<dyn Bind>>,
     /// Every instance that keeps state in step with cluster events.
     pub(crate) event_handlers: Vec<Arc<dyn ClusterEventHandler>>,
+    /// Every instance that may veto preemption victims.
+    pub(crate) preemption_guards: Vec<Arc<dyn PreemptionGuard>>,
     /// Per plugin index: its queueing hints, if it gives any.
     pub(crate) hints: Vec<Option<Arc<dyn QueueingHints>>>,
     /// Per plugin index: the events it registered.
@@ -196,6 +198,7 @@ impl Profile {
             pre_bind: without_weights(pre_bind),
             bind: without_weights(bind),
             event_handlers: points.iter().filter_map(|p| p.event_handler.clone()).collect(),
+            preemption_guards: points.iter().filter_map(|p| p.preemption_guard.clone()).collect(),
             hints: points.iter().map(|p| p.queueing_hints.clone()).collect(),
             registered: built.plugins.iter().map(|p| p.events_to_register()).collect(),
             facts: (0..points.len())
@@ -413,6 +416,7 @@ mod tests {
                 "LoadAwareScheduling",
                 "NodeNUMAResource",
                 "PodTopologySpread",
+                "ElasticQuota",
                 "Reservation"
             ]
         );
@@ -435,23 +439,29 @@ mod tests {
         let names = |list: &[Enabled<dyn Reserve>]| -> Vec<&str> {
             list.iter().map(|e| profile.plugin_name(e.index)).collect()
         };
-        assert_eq!(names(&profile.reserve), ["Coscheduling", "NodeNUMAResource", "Reservation"]);
-        // Every in-tree Filter plugin but InterPodAffinity and
-        // PodTopologySpread (their verdicts read other nodes' pods) and
-        // Reservation (its Filter runs only for pods that must use a
-        // reservation) gives queueing hints; QueueSort and Bind plugins
-        // give none.
+        assert_eq!(
+            names(&profile.reserve),
+            ["Coscheduling", "NodeNUMAResource", "ElasticQuota", "Reservation"]
+        );
+        // Every in-tree Filter plugin but InterPodAffinity,
+        // PodTopologySpread and ElasticQuota (their verdicts read other
+        // nodes' pods) and Reservation (its Filter runs only for pods that
+        // must use a reservation) gives queueing hints; QueueSort and Bind
+        // plugins give none.
         let hinting: Vec<&str> = (0..profile.plugins.len())
             .filter(|&i| profile.hints[i].is_some())
             .map(|i| profile.plugin_name(i))
             .collect();
-        assert_eq!(hinting.len(), filters.len() - 3, "{hinting:?}");
+        assert_eq!(hinting.len(), filters.len() - 4, "{hinting:?}");
         assert!(!hinting.contains(&"InterPodAffinity"));
-        // The three opt out of the equivalence cache (it serves the pods
+        // The four opt out of the equivalence cache (it serves the pods
         // they trivially pass); their results are cached only for those
         // pods, which no node update changes: node updates stay local.
         let no_equivalence: Vec<&str> = profile.no_equivalence.iter().map(|p| p.name()).collect();
-        assert_eq!(no_equivalence, ["InterPodAffinity", "PodTopologySpread", "Reservation"]);
+        assert_eq!(
+            no_equivalence,
+            ["InterPodAffinity", "PodTopologySpread", "ElasticQuota", "Reservation"]
+        );
         assert!(profile.local_node_updates);
     }
 

@@ -643,6 +643,11 @@ impl PostFilterCluster for SearchCluster<'_, '_> {
     fn awaiting_victims(&self) -> bool {
         self.awaiting_victims
     }
+
+    fn may_evict(&self, victim: &PodInfo) -> bool {
+        let guards = &self.search.profile.preemption_guards;
+        guards.iter().all(|g| g.may_evict(self.search.pod, victim))
+    }
 }
 
 /// Every plugin's facts about `node` for `pod`.

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use super::{
     Bind, ClusterEventHandler, Filter, NodeScopedHints, Permit, PostFilter, PreBind, PreFilter,
-    PreScore, QueueSort, QueueingHints, ReportFacts, Reserve, Score,
+    PreScore, PreemptionGuard, QueueSort, QueueingHints, ReportFacts, Reserve, Score,
 };
 
 /// A plugin's extension points: for each, the plugin as that point's trait,
@@ -31,6 +31,7 @@ pub struct ExtensionPoints {
     pub(crate) event_handler: Option<Arc<dyn ClusterEventHandler>>,
     pub(crate) queueing_hints: Option<Arc<dyn QueueingHints>>,
     pub(crate) report_facts: Option<Arc<dyn ReportFacts>>,
+    pub(crate) preemption_guard: Option<Arc<dyn PreemptionGuard>>,
 }
 
 impl ExtensionPoints {
@@ -94,4 +95,5 @@ adders!(
     event_handler: ClusterEventHandler,
     queueing_hints: QueueingHints,
     report_facts: ReportFacts,
+    preemption_guard: PreemptionGuard,
 );

@@ -304,6 +304,23 @@ pub trait PostFilterCluster: Sync {
     /// `PodEligibleToPreemptOthers`: such a pod waits instead of
     /// preempting again).
     fn awaiting_victims(&self) -> bool;
+
+    /// Whether every [`PreemptionGuard`] of the profile lets the pod evict
+    /// `victim` (a pod of [`pods_on`](Self::pods_on)). `true` by default.
+    fn may_evict(&self, _victim: &PodInfo) -> bool {
+        true
+    }
+}
+
+/// Vetoes victims of preemption: a plugin whose rules limit who may evict
+/// whom (ElasticQuota: only pods of the preemptor's own quota). A
+/// PostFilter plugin asks every guard of the profile through
+/// [`PostFilterCluster::may_evict`] before it counts a pod as a potential
+/// victim; the guard knows no preemption plugin, nor they it.
+pub trait PreemptionGuard: Send + Sync {
+    /// Whether `preemptor` may evict `victim`, as far as this plugin is
+    /// concerned (priorities are the preemption plugin's business).
+    fn may_evict(&self, preemptor: &PodInfo, victim: &PodInfo) -> bool;
 }
 
 /// Runs when Filter left no feasible node (kube-scheduler's preemption hook).

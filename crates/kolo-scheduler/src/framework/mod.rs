@@ -24,8 +24,9 @@ pub use facts::{Facts, ReportFacts};
 pub use interface::{
     Bind, BindOutcome, ClusterEventHandler, CycleContext, Filter, MAX_NODE_SCORE, MIN_NODE_SCORE,
     NodeVerdict, Permit, PermitOutcome, Plugin, PostFilter, PostFilterCluster, PostFilterOutcome,
-    PreBind, PreFilter, PreFilterOutcome, PreScore, PreScoreOutcome, QueueKey, QueueSort, Rejected,
-    Reserve, Score, ScoreSink, WaitingVerdict, default_normalize, filter_each, score_each,
+    PreBind, PreFilter, PreFilterOutcome, PreScore, PreScoreOutcome, PreemptionGuard, QueueKey,
+    QueueSort, Rejected, Reserve, Score, ScoreSink, WaitingVerdict, default_normalize, filter_each,
+    score_each,
 };
 pub use node_info::{NodeId, NodeInfo};
 pub use node_overlay::NodeOverlay;

@@ -5,6 +5,7 @@ pub mod balanced_allocation;
 pub mod coscheduling;
 pub mod default_binder;
 pub mod default_preemption;
+pub mod elastic_quota;
 pub mod image_locality;
 pub mod inter_pod_affinity;
 pub mod load_aware;
@@ -47,6 +48,7 @@ pub fn registry() -> Registry {
         .register(node_ports::NAME, node_ports::NodePorts::build)
         .register(balanced_allocation::NAME, balanced_allocation::BalancedAllocation::build)
         .register(image_locality::NAME, image_locality::ImageLocality::build)
+        .register(elastic_quota::NAME, elastic_quota::ElasticQuota::build)
         .register(reservation::NAME, reservation::ReservationPlugin::build)
         .register(
             default_preemption::plugin::NAME,
@@ -74,6 +76,7 @@ pub const DEFAULT_PLUGINS: &[DefaultPlugin] = &[
     DefaultPlugin { name: pod_topology_spread::NAME, weight: 2 },
     DefaultPlugin { name: balanced_allocation::NAME, weight: 1 },
     DefaultPlugin { name: image_locality::NAME, weight: 1 },
+    DefaultPlugin { name: elastic_quota::NAME, weight: 1 },
     // Koordinator's default weight: a node with a usable reservation wins.
     DefaultPlugin { name: reservation::NAME, weight: 5000 },
     DefaultPlugin { name: default_preemption::plugin::NAME, weight: 1 },

@@ -125,8 +125,13 @@ fn candidate<'a>(
     node: &'a NodeInfo,
     cluster: &'a dyn PostFilterCluster,
 ) -> Option<Found<'a>> {
-    let potential: Vec<&PodInfo> =
-        cluster.pods_on(node).iter().map(|p| &**p).filter(|v| may_preempt(pod, v)).collect();
+    // Other plugins may veto victims (a quota keeps preemption inside it).
+    let potential: Vec<&PodInfo> = cluster
+        .pods_on(node)
+        .iter()
+        .map(|p| &**p)
+        .filter(|v| may_preempt(pod, v) && cluster.may_evict(v))
+        .collect();
     if potential.is_empty() {
         // The node rejected the pod as it is; removing nothing changes
         // nothing.
