@@ -6,6 +6,7 @@
 //! Both CRDs are optional: while one is not installed its store stays empty
 //! and its controller has nothing to do.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
@@ -17,9 +18,15 @@ use kube::api::{Patch, PatchParams};
 use kube::runtime::reflector::Store;
 use kube::{Api, Client, ResourceExt};
 
+use kolo_scheduler::plugins::elastic_quota::args::ElasticQuotaArgs;
+use kolo_scheduler::plugins::elastic_quota::status::{OverUseClock, revoke_enabled};
+
 use super::podgroup_status::{count_members, status_patch, status_to_write};
+use super::quota_status::{QuotaInputs, plan};
+use crate::agent::eviction::evict;
 use crate::error::KubeError;
 use crate::health::Health;
+use crate::scheduler::preempt::EVICTION_TIMEOUT;
 
 /// The stores the job controllers read.
 pub(super) struct JobStores {
@@ -37,20 +44,99 @@ pub(super) struct JobStores {
 pub(super) struct JobControllers {
     client: Client,
     health: Arc<Health>,
+    /// The ElasticQuota plugin's arguments (revocation, runtime quota, the
+    /// system and default quotas' max).
+    quota_args: ElasticQuotaArgs,
+    /// Since when each quota is over its runtime.
+    over_use: OverUseClock,
     /// The server lacks `policy/v1` Eviction (found out on the first one).
     v1beta1_only: Arc<AtomicBool>,
 }
 
 impl JobControllers {
     /// Controllers writing through `client`.
-    pub fn new(client: Client, health: Arc<Health>) -> JobControllers {
-        JobControllers { client, health, v1beta1_only: Arc::new(AtomicBool::new(false)) }
+    pub fn new(
+        client: Client,
+        health: Arc<Health>,
+        quota_args: ElasticQuotaArgs,
+    ) -> JobControllers {
+        JobControllers {
+            client,
+            health,
+            quota_args,
+            over_use: OverUseClock::default(),
+            v1beta1_only: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// How often the loop must wake for these controllers even without a
+    /// change: the revoke interval when revocation is on.
+    pub fn wake_interval(&self) -> Option<std::time::Duration> {
+        revoke_enabled(&self.quota_args).then_some(self.quota_args.revoke_pod_interval)
     }
 
     /// One pass of every job controller.
     pub async fn pass(&mut self, stores: &JobStores) {
         let pods = stores.pods.state();
         self.pod_groups(&stores.groups.state(), &pods).await;
+        self.quotas(&stores.quotas.state(), &pods, &stores.nodes.state()).await;
+    }
+
+    /// Writes each ElasticQuota's status and annotations where they
+    /// changed; revokes over-used quotas' pods when that is on.
+    async fn quotas(
+        &mut self,
+        quotas: &[Arc<ElasticQuota>],
+        pods: &[Arc<Pod>],
+        nodes: &[Arc<Node>],
+    ) {
+        if quotas.is_empty() {
+            return;
+        }
+        let inputs = QuotaInputs { quotas, pods, nodes };
+        let plan = plan(&self.quota_args, &inputs, &mut self.over_use, Timestamp::now());
+        for refused in &plan.refused {
+            tracing::warn!(%refused, "left out of the quota tree");
+        }
+        for write in &plan.writes {
+            let api: Api<ElasticQuota> = Api::namespaced(self.client.clone(), &write.namespace);
+            let object = format!("ElasticQuota/{}/{}", write.namespace, write.name);
+            let result = api
+                .patch(&write.name, &PatchParams::default(), &Patch::Merge(&write.patch))
+                .await
+                .map(drop)
+                .map_err(|e| KubeError::api("patch", &object, e));
+            self.health.count("patch_elasticquota_status", &result);
+            match result {
+                Ok(()) => {
+                    tracing::info!(quota = %object, patch = %write.patch, "wrote ElasticQuota status")
+                }
+                Err(e) => tracing::warn!(error = %e, "write failed; the next pass retries"),
+            }
+        }
+        let terminating: HashSet<String> = pods
+            .iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_some())
+            .map(|p| format!("{}/{}", p.namespace().unwrap_or_default(), p.name_any()))
+            .collect();
+        for (pod, quota) in plan.evictions.iter().filter(|(p, _)| !terminating.contains(p)) {
+            self.revoke(pod, quota).await;
+        }
+    }
+
+    /// Evicts one pod of an over-used quota through the Eviction API.
+    async fn revoke(&self, pod: &str, quota: &str) {
+        let Some((namespace, name)) = pod.split_once('/') else { return };
+        let eviction = evict(&self.client, namespace, name, &self.v1beta1_only);
+        let result = match tokio::time::timeout(EVICTION_TIMEOUT, eviction).await {
+            Ok(result) => result.map(drop).map_err(|e| e.to_string()),
+            Err(_) => Err(format!("evict Pod/{pod}: no answer in {EVICTION_TIMEOUT:?}")),
+        };
+        self.health.count("quota_revoke_evict", &result);
+        match result {
+            Ok(()) => tracing::info!(%pod, %quota, "evicted: its quota is over its runtime"),
+            Err(e) => tracing::warn!(error = %e, %quota, "could not revoke"),
+        }
     }
 
     /// Writes each PodGroup's status where it changed.

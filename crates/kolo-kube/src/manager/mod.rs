@@ -12,6 +12,7 @@
 
 mod jobs;
 pub mod podgroup_status;
+pub mod quota_status;
 mod run;
 
 pub use run::{Controller, ManagerOptions};

@@ -10,6 +10,7 @@ use kolo_api::crd::{NodeMetric, NodeSLO};
 use kolo_core::clock::Timestamp;
 use kolo_manager::config::SloConfigStore;
 use kolo_manager::pass::{MANAGED_BY, ManagerAction, Pass, StoreState};
+use kolo_scheduler::plugins::elastic_quota::args::ElasticQuotaArgs;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
@@ -41,6 +42,10 @@ pub struct ManagerOptions {
     /// After a change, wait this long for more before a pass (a burst of
     /// pod events makes one pass, not hundreds).
     pub debounce: Duration,
+    /// The ElasticQuota plugin's arguments for the quota controller
+    /// (`monitorAllQuotas` turns revocation on, `delayEvictTime`,
+    /// `revokePodInterval`, the system and default quotas' max...).
+    pub quota_args: ElasticQuotaArgs,
 }
 
 impl Default for ManagerOptions {
@@ -51,6 +56,7 @@ impl Default for ManagerOptions {
             resync: Duration::from_secs(30),
             node_selector: None,
             debounce: Duration::from_millis(200),
+            quota_args: ElasticQuotaArgs::default(),
         }
     }
 }
@@ -83,7 +89,7 @@ impl Controller {
     /// Controllers writing through `client`.
     pub fn new(client: Client, options: ManagerOptions, health: Arc<Health>) -> Controller {
         Controller {
-            jobs: JobControllers::new(client.clone(), health.clone()),
+            jobs: JobControllers::new(client.clone(), health.clone(), options.quota_args.clone()),
             client,
             options,
             health,
@@ -160,9 +166,15 @@ impl Controller {
         loop {
             self.pass(stores).await;
             self.jobs.pass(&stores.jobs).await;
+            // Revocation runs every revokePodInterval; the SLO pass then
+            // runs too, and writes nothing when nothing changed.
+            let wake = self
+                .jobs
+                .wake_interval()
+                .map_or(self.options.resync, |w| w.min(self.options.resync));
             tokio::select! {
                 () = changed.notified() => {}
-                () = tokio::time::sleep(self.options.resync) => {}
+                () = tokio::time::sleep(wake) => {}
             }
             tokio::time::sleep(self.options.debounce).await;
         }
