@@ -416,8 +416,8 @@ mod tests {
                 "LoadAwareScheduling",
                 "NodeNUMAResource",
                 "PodTopologySpread",
-                "ElasticQuota",
-                "Reservation"
+                "Reservation",
+                "ElasticQuota"
             ]
         );
         let scores: Vec<_> = profile.score_plugins().collect();
@@ -441,13 +441,13 @@ mod tests {
         };
         assert_eq!(
             names(&profile.reserve),
-            ["Coscheduling", "NodeNUMAResource", "ElasticQuota", "Reservation"]
+            ["Coscheduling", "NodeNUMAResource", "Reservation", "ElasticQuota"]
         );
         // Every in-tree Filter plugin but InterPodAffinity,
-        // PodTopologySpread and ElasticQuota (their verdicts read other
-        // nodes' pods) and Reservation (its Filter runs only for pods that
-        // must use a reservation) gives queueing hints; QueueSort and Bind
-        // plugins give none.
+        // PodTopologySpread, ElasticQuota (their verdicts read other nodes'
+        // pods) and Reservation (its Filter runs only for pods that must
+        // use a reservation) gives queueing hints; QueueSort and Bind plugins
+        // give none.
         let hinting: Vec<&str> = (0..profile.plugins.len())
             .filter(|&i| profile.hints[i].is_some())
             .map(|i| profile.plugin_name(i))
@@ -460,7 +460,7 @@ mod tests {
         let no_equivalence: Vec<&str> = profile.no_equivalence.iter().map(|p| p.name()).collect();
         assert_eq!(
             no_equivalence,
-            ["InterPodAffinity", "PodTopologySpread", "ElasticQuota", "Reservation"]
+            ["InterPodAffinity", "PodTopologySpread", "Reservation", "ElasticQuota"]
         );
         assert!(profile.local_node_updates);
     }

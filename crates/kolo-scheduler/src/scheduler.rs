@@ -688,10 +688,15 @@ impl Scheduler {
             }
             Ok(Reserved::Waiting(deadline)) => {
                 // Held by a Permit plugin: the pod keeps its cycle state for
-                // PreBind (the next cycle starts afresh).
+                // PreBind (the next cycle starts afresh). What the plugins
+                // knew of it is reported too (why it waits: a gang's count),
+                // read with its own state.
                 report.outcome = Outcome::Waiting {
                     node: self.cache.node(node).map_or("", |n| n.name()).to_string(),
                 };
+                let cycle = std::mem::replace(&mut self.state, state);
+                self.gather_facts(profile, info, None, &ctx, report);
+                let state = std::mem::replace(&mut self.state, cycle);
                 self.waiting.insert(
                     info.key().into(),
                     WaitingPod { profile, node, info: info.clone(), deadline, state },

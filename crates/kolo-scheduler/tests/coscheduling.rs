@@ -493,3 +493,52 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn the_equivalence_cache_still_serves_pods_in_no_gang_and_gang_members() {
+    let mut c = Cluster::new();
+    for n in 0..50 {
+        c.node(&format!("n{n}"), 8, 0);
+    }
+    c.s.apply_object(pod_group("g", 2, 600, 0, &[]), t(0));
+    let pods = [
+        pod("solo1", 0, &[], &[]),
+        pod("solo2", 0, &[], &[]),
+        member("m1", "g", 1),
+        member("m2", "g", 1),
+    ];
+    for p in pods {
+        c.pod(p, 0);
+    }
+    let mut evaluated = Vec::new();
+    let mut before = 0;
+    while let Some(report) = c.s.schedule_next(t(0)) {
+        let now = c.s.stats().node_evaluations;
+        evaluated.push((report.pod, now - before));
+        before = now;
+    }
+    // The first pod of each signature looks at every node; the next alike
+    // pod only at the node the previous one was placed on.
+    let got: Vec<(&str, u64)> = evaluated.iter().map(|(p, n)| (p.as_str(), *n)).collect();
+    assert_eq!(got, [("ns/solo1", 50), ("ns/solo2", 1), ("ns/m1", 50), ("ns/m2", 1)]);
+}
+
+#[test]
+fn facts_say_how_many_members_a_gang_waits_for() {
+    use kolo_scheduler::plugins::coscheduling::facts::GangFacts;
+    let mut c = Cluster::new();
+    c.s.set_facts(true);
+    c.node("n1", 8, 0);
+    c.s.apply_object(pod_group("g", 3, 45, 0, &[]), t(0));
+    for name in ["a", "b", "c"] {
+        c.pod(member(name, "g", 0), 0);
+    }
+    let report = c.s.schedule_next(t(0)).unwrap();
+    let facts = report.facts["Coscheduling"].downcast_ref::<GangFacts>().unwrap();
+    assert_eq!((facts.gang.as_str(), facts.min_member, facts.wait_seconds), ("ns/g", 3, 45));
+    assert_eq!((facts.children, facts.waiting, facts.waiting_for), (3, 1, 2));
+    let report = c.s.schedule_next(t(0)).unwrap();
+    let facts = report.facts["Coscheduling"].downcast_ref::<GangFacts>().unwrap();
+    assert_eq!((facts.waiting, facts.waiting_for), (2, 1));
+    assert_eq!(report.facts["Coscheduling"].to_json()["waitingFor"], 1);
+}

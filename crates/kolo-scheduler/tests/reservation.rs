@@ -336,3 +336,19 @@ fn a_reserve_pod_is_never_a_preemption_victim() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn a_reservation_ignored_pod_uses_any_reserved_room_and_takes_none() {
+    let (mut s, binder) = scheduler();
+    s.apply_node(node("n1", "4"), t(0)).unwrap();
+    place(&mut s, &binder, reservation("r1", "4", "web", None, json!({})), t(0));
+    let ignored = json!({ kolo_api::names::label::RESERVATION_IGNORED: "true" });
+    let report = schedule(&mut s, pod("system", "2", ignored, json!({})), t(1));
+    assert_eq!(scheduled_on(&report), Some("n1"), "{report:?}");
+    assert_eq!(allocated_annotation(&binding(&binder, "default/system")), None);
+    // It took nothing from the reservation (allocateOnce is not used up):
+    // an owner still uses it, for the room the node has left.
+    let report = schedule(&mut s, pod("web-1", "2", json!({"owner": "web"}), json!({})), t(1));
+    assert_eq!(scheduled_on(&report), Some("n1"), "{report:?}");
+    assert!(allocated_annotation(&binding(&binder, "default/web-1")).is_some());
+}

@@ -52,13 +52,14 @@ use kolo_core::usage_report::NodeUsageReport;
 use kolo_manager::pass::Pass;
 use kolo_scheduler::binder::{BindCompletion, BindRequest, Binder};
 use kolo_scheduler::config::ConfigError;
-use kolo_scheduler::framework::PodInfo;
+use kolo_scheduler::framework::{PodInfo, SchedulingObject};
 use kolo_scheduler::plugins::{DEFAULT_PLUGINS, registry};
 use kolo_scheduler::profile::DefaultPlugin;
 use kolo_scheduler::scheduler::{ApplyError, Scheduler};
 use rayon::prelude::*;
 
 use crate::agent::{self, AgentSide, pod_id, pod_uid};
+use crate::jobs::{self, JobBook};
 use crate::manager;
 use crate::metrics::{HeatMap, Histogram, StepRecord, Summary, quantile};
 use crate::node::{Exit, NodePod, NodeStep, SimNode, StepInputs, Work};
@@ -212,6 +213,8 @@ struct Run<'a> {
     job_left: Vec<u32>,
     jobs_completed: u64,
     allocatable_updates: u64,
+    /// Tenants' use and gangs' waits.
+    book: JobBook,
 }
 
 fn at(start: Timestamp, seconds: f64) -> Timestamp {
@@ -422,7 +425,7 @@ pub fn run(
                     run.create(class, next_batch, workload.batch[next_batch].arrival);
                     next_batch += 1;
                 }
-                run.submit_queued()?;
+                run.submit_queued(t - dt)?;
                 run.schedule(t - dt)
             })
         };
@@ -540,6 +543,10 @@ impl<'a> Run<'a> {
             }
         }
         let node_index = nodes.iter().enumerate().map(|(i, n)| (n.name.clone(), i)).collect();
+        let class = if policy.batch_resources() { PodClass::Batch } else { PodClass::Native };
+        for quota in jobs::quota_objects(&scenario.batch.tenants, class) {
+            scheduler.apply_object(SchedulingObject::ElasticQuota(Arc::new(quota)), start);
+        }
         let mut job_left = vec![0u32; workload.jobs as usize];
         for p in &workload.batch {
             job_left[p.job as usize] += 1;
@@ -565,6 +572,7 @@ impl<'a> Run<'a> {
             job_left,
             jobs_completed: 0,
             allocatable_updates: 0,
+            book: JobBook::new(&scenario.batch),
         };
         Ok((run, nodes))
     }
@@ -603,18 +611,38 @@ impl<'a> Run<'a> {
                 (BATCH_NAMESPACE, format!("job-{}-{id}", p.job), p.cpu_request, p.memory_request)
             }
         };
-        objects::pod_object(namespace, &name, &uid, r.class, cpu, memory, r.created)
+        let mut pod = objects::pod_object(namespace, &name, &uid, r.class, cpu, memory, r.created);
+        if r.class != PodClass::Ls {
+            jobs::dress_batch_pod(&mut pod, &self.workload.batch[r.source], &self.scenario.batch);
+        }
+        pod
     }
 
-    fn submit_queued(&mut self) -> Result<(), EngineError> {
+    /// Hands queued pods to the scheduler at `t` seconds.
+    fn submit_queued(&mut self, t: f64) -> Result<(), EngineError> {
         let cap = self.scenario.max_pending_pods();
         let mut ready: Vec<usize> = self.ls_queue.drain(..).collect();
+        let gangs = self.scenario.batch.gangs;
+        let (pods, batch) = (&self.pods, &self.workload.batch);
+        let job_of = |id: usize| batch[pods[id].source].job;
         for (size, queue) in &mut self.queues {
             let waiting = self.in_scheduler.entry(*size).or_default();
             while *waiting < cap {
                 let Some(id) = queue.pop_front() else { break };
                 *waiting += 1;
                 ready.push(id);
+                // A gang's pods reach the scheduler together (a job
+                // controller holding some back would leave it waiting for
+                // members that never come).
+                while gangs && queue.front().is_some_and(|&next| job_of(next) == job_of(id)) {
+                    ready.extend(queue.pop_front());
+                    *waiting += 1;
+                }
+            }
+        }
+        for &id in &ready {
+            if self.pods[id].class != PodClass::Ls {
+                self.book.submitted(&self.workload.batch[self.pods[id].source], t);
             }
         }
         for id in ready {
@@ -676,6 +704,7 @@ impl<'a> Run<'a> {
                     if let Some(waiting) = self.in_scheduler.get_mut(&p.cpu_request) {
                         *waiting = waiting.saturating_sub(1);
                     }
+                    self.book.bound(p, t);
                     Work::Be { demand: p.demand, left: p.work, memory: p.memory_usage }
                 }
             };
@@ -686,6 +715,7 @@ impl<'a> Run<'a> {
             let pod = NodePod::new(id as u32, view, cpu_request, work);
             started.push(Start { node: n, pod, object });
         }
+        self.book.step(self.scenario.step_seconds as f64, &self.scenario.batch.tenants);
         Ok(started)
     }
 
@@ -732,6 +762,9 @@ impl<'a> Run<'a> {
         let r = &mut self.pods[id as usize];
         r.state = state;
         let (class, source) = (r.class, r.source);
+        if class != PodClass::Ls {
+            self.book.left(&self.workload.batch[source]);
+        }
         match (class, state) {
             (PodClass::Ls, _) => self.ls_evicted += 1,
             (_, State::Completed) => {
@@ -870,6 +903,11 @@ impl<'a> Run<'a> {
             ls_latency_proxy_p99: latency.quantile(0.99),
             scheduling_cycles: self.scheduler.stats().cycles,
             allocatable_updates: self.allocatable_updates,
+            jobs: self.book.summary(
+                &self.scenario.batch.tenants,
+                horizon,
+                self.scheduler.waiting_pods().count(),
+            ),
         };
         RunResult { summary, steps, heat }
     }

@@ -151,6 +151,9 @@ pub struct Summary {
     pub scheduling_cycles: u64,
     /// Batch allocatable updates written by the manager.
     pub allocatable_updates: u64,
+    /// Tenants' quotas and gangs, when the scenario has them.
+    #[serde(flatten)]
+    pub jobs: crate::jobs::JobsSummary,
 }
 
 /// The `q`-quantile of `values` (nearest rank); 0 when empty.

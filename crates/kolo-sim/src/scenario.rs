@@ -250,6 +250,37 @@ pub struct BatchWorkload {
     pub pending_pods_per_node: f64,
     /// Re-submit evicted or OOM-killed pods (from the start).
     pub retry_evicted: bool,
+    /// Tenants the jobs belong to, each with an ElasticQuota of its own
+    /// (none: no quotas, every job is the cluster's).
+    pub tenants: Vec<Tenant>,
+    /// Schedule each job's pods as a gang: all of them or none (a job's
+    /// pods reach the scheduler together).
+    pub gangs: bool,
+}
+
+/// A tenant: a share of the batch jobs and an ElasticQuota (min, max and
+/// shared weight, in cores of the batch resource pods request).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Tenant {
+    /// The quota's name (a DNS label).
+    pub name: String,
+    /// Relative weight of the jobs it submits.
+    #[serde(default = "default_job_weight")]
+    pub job_weight: f64,
+    /// Guaranteed cores (`min`).
+    #[serde(default)]
+    pub min_cores: f64,
+    /// Most cores (`max`).
+    pub max_cores: f64,
+    /// Weight when sharing what is left above the mins (`shared-weight`;
+    /// the reference's default, `max`, when absent).
+    #[serde(default)]
+    pub shared_weight_cores: Option<f64>,
+}
+
+fn default_job_weight() -> f64 {
+    1.0
 }
 
 impl Default for BatchWorkload {
@@ -269,6 +300,8 @@ impl Default for BatchWorkload {
             memory_usage_of_request: 0.8,
             pending_pods_per_node: 0.05,
             retry_evicted: true,
+            tenants: Vec::new(),
+            gangs: false,
         }
     }
 }
@@ -413,6 +446,7 @@ impl Scenario {
         if self.batch.max_tasks == 0 {
             return Err(("batch.maxTasks", "must be > 0".into()));
         }
+        check_tenants(&self.batch.tenants)?;
         if self.model.report_interval_seconds == 0 || self.model.agent_interval_seconds == 0 {
             return Err(("model.reportIntervalSeconds", "intervals must be > 0".into()));
         }
@@ -509,6 +543,48 @@ fn check_fixed_pod(index: usize, p: &FixedLsPod) -> Result<(), (&'static str, St
         if let Some(v) = value.filter(|v| !(v.is_finite() && *v >= 0.0)) {
             return bad(field, v, ">= 0");
         }
+    }
+    Ok(())
+}
+
+/// Tenants' names are distinct DNS labels, their numbers finite, min <=
+/// max, and some tenant submits jobs.
+fn check_tenants(tenants: &[Tenant]) -> Result<(), (&'static str, String)> {
+    if tenants.is_empty() {
+        return Ok(());
+    }
+    let mut names = std::collections::BTreeSet::new();
+    for t in tenants {
+        let label = !t.name.is_empty()
+            && t.name.len() <= 63
+            && t.name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !t.name.starts_with('-')
+            && !t.name.ends_with('-');
+        if !label {
+            return Err(("batch.tenants.name", format!("{:?} is not a DNS label", t.name)));
+        }
+        if !names.insert(t.name.as_str()) {
+            return Err(("batch.tenants.name", format!("{:?} is listed twice", t.name)));
+        }
+        let ok = |v: f64| v.is_finite() && v >= 0.0;
+        if !ok(t.job_weight) || !ok(t.min_cores) || !ok(t.max_cores) {
+            return Err((
+                "batch.tenants",
+                format!("tenant {}: jobWeight, minCores and maxCores must be >= 0", t.name),
+            ));
+        }
+        if t.min_cores > t.max_cores {
+            return Err(("batch.tenants.minCores", format!("tenant {}: above maxCores", t.name)));
+        }
+        if t.shared_weight_cores.is_some_and(|w| !ok(w)) {
+            return Err((
+                "batch.tenants.sharedWeightCores",
+                format!("tenant {}: not >= 0", t.name),
+            ));
+        }
+    }
+    if tenants.iter().all(|t| t.job_weight == 0.0) {
+        return Err(("batch.tenants.jobWeight", "no tenant submits jobs (all weights 0)".into()));
     }
     Ok(())
 }

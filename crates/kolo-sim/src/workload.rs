@@ -63,6 +63,10 @@ pub struct BatchPod {
     pub work: f64,
     /// Memory usage, bytes.
     pub memory_usage: f64,
+    /// Its job's tenant (index into `batch.tenants`; 0 without tenants).
+    pub tenant: u32,
+    /// Pods of its job (a gang's `min-available`).
+    pub tasks: u32,
 }
 
 /// A generated workload.
@@ -158,6 +162,13 @@ pub fn generate(scenario: &Scenario, size: ClusterSize) -> Workload {
     let mut batch = Vec::new();
     let mut t = 0.0;
     let mut jobs = 0u32;
+    // Tenants are drawn from a stream of their own, so that adding tenants
+    // to a scenario leaves its jobs as they were.
+    let mut tenant_rng = StdRng::seed_from_u64(mix(scenario.seed ^ 0x7E4A_4175));
+    let tenant_weights: Vec<Weighted> = (0u32..)
+        .zip(&b.tenants)
+        .map(|(i, t)| Weighted { value: f64::from(i), weight: t.job_weight })
+        .collect();
     while rate > 0.0 && t < horizon {
         let u: f64 = rng.random();
         t += -(1.0 - u).max(f64::MIN_POSITIVE).ln() / rate;
@@ -167,6 +178,11 @@ pub fn generate(scenario: &Scenario, size: ClusterSize) -> Workload {
         let shape = job_shape(&mut rng, b);
         let cpu_request = (shape.cores * 1000.0).round() as i64;
         let memory_request = (shape.cores * b.memory_gib_per_core * GIB).round() as i64;
+        let tenant = if tenant_weights.is_empty() {
+            0
+        } else {
+            pick(&mut tenant_rng, &tenant_weights) as u32
+        };
         for _ in 0..shape.tasks {
             let demand = cpu_request as f64 * shape.usage;
             batch.push(BatchPod {
@@ -177,6 +193,8 @@ pub fn generate(scenario: &Scenario, size: ClusterSize) -> Workload {
                 demand,
                 work: demand * duration_seconds(&mut rng, b),
                 memory_usage: memory_request as f64 * b.memory_usage_of_request,
+                tenant,
+                tasks: shape.tasks,
             });
         }
         jobs += 1;

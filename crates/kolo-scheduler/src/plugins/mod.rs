@@ -48,8 +48,8 @@ pub fn registry() -> Registry {
         .register(node_ports::NAME, node_ports::NodePorts::build)
         .register(balanced_allocation::NAME, balanced_allocation::BalancedAllocation::build)
         .register(image_locality::NAME, image_locality::ImageLocality::build)
-        .register(elastic_quota::NAME, elastic_quota::ElasticQuota::build)
         .register(reservation::NAME, reservation::ReservationPlugin::build)
+        .register(elastic_quota::NAME, elastic_quota::ElasticQuota::build)
         .register(
             default_preemption::plugin::NAME,
             default_preemption::plugin::DefaultPreemption::build,
@@ -76,9 +76,9 @@ pub const DEFAULT_PLUGINS: &[DefaultPlugin] = &[
     DefaultPlugin { name: pod_topology_spread::NAME, weight: 2 },
     DefaultPlugin { name: balanced_allocation::NAME, weight: 1 },
     DefaultPlugin { name: image_locality::NAME, weight: 1 },
-    DefaultPlugin { name: elastic_quota::NAME, weight: 1 },
     // Koordinator's default weight: a node with a usable reservation wins.
     DefaultPlugin { name: reservation::NAME, weight: 5000 },
+    DefaultPlugin { name: elastic_quota::NAME, weight: 1 },
     DefaultPlugin { name: default_preemption::plugin::NAME, weight: 1 },
     DefaultPlugin { name: default_binder::NAME, weight: 1 },
 ];

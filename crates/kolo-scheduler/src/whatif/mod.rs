@@ -9,7 +9,7 @@
 
 mod table;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -23,7 +23,9 @@ pub use self::table::write_table;
 use crate::binder::InMemoryBinder;
 use crate::config::{ConfigError, SchedulerConfig};
 use crate::explain::RejectionCount;
-use crate::framework::{Facts, PodInfo};
+use crate::framework::{Facts, PodInfo, SchedulingObject};
+use crate::plugins::coscheduling::{self, facts::GangFacts};
+use crate::plugins::reservation::{ReservationError, feed::apply_reservation};
 use crate::plugins::{DEFAULT_PLUGINS, registry};
 use crate::scheduler::{ApplyError, CycleReport, ExplainLevel, NodeReport, Outcome, Scheduler};
 
@@ -65,6 +67,10 @@ pub enum ScheduleError {
     /// the object and field).
     #[error("the scheduler refused {0}")]
     Apply(#[from] ApplyError),
+    /// The scheduler refused a Reservation of the snapshot (the error names
+    /// it and the field).
+    #[error("the scheduler refused {0}")]
+    Reservation(#[from] ReservationError),
 }
 
 /// The report of a run (the JSON output, as documented in `docs/cli.md`).
@@ -106,6 +112,10 @@ pub struct PodResult {
     pub node_facts: BTreeMap<&'static str, Facts>,
     /// Per-node details with `--explain` / `--explain-all`; empty otherwise.
     pub nodes: Vec<NodeReport>,
+    /// Whether a Permit plugin held the pod in its cycle (a gang member
+    /// waiting for the others); `message` then says how that ended.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub held: bool,
 }
 
 /// Counts over the run.
@@ -152,10 +162,10 @@ pub fn schedule(
     options: &Options,
 ) -> Result<Run, ScheduleError> {
     let (now, now_source) = snapshot.what_if_now(options.now);
+    let binder = Arc::new(InMemoryBinder::new());
     let config_path = || options.config.clone().unwrap_or_else(|| PathBuf::from("<default>"));
-    let mut scheduler =
-        Scheduler::new(config, &registry(), DEFAULT_PLUGINS, Arc::new(InMemoryBinder::new()))
-            .map_err(|source| ScheduleError::Config { path: config_path(), source })?;
+    let mut scheduler = Scheduler::new(config, &registry(), DEFAULT_PLUGINS, binder.clone())
+        .map_err(|source| ScheduleError::Config { path: config_path(), source })?;
     scheduler.set_explain(options.explain);
     scheduler.set_facts(true);
     let first_profile = scheduler.profiles()[0].scheduler_name().to_string();
@@ -169,6 +179,18 @@ pub fn schedule(
     }
     for metric in snapshot.node_metrics {
         scheduler.apply_node_metric(metric, now);
+    }
+    // Quotas, gangs and reservations before pods: the plugins map each pod
+    // to its quota and gang as it arrives, and a scheduled reservation holds
+    // its room (a pending one is scheduled like a pod).
+    for quota in snapshot.elastic_quotas {
+        scheduler.apply_object(SchedulingObject::ElasticQuota(Arc::new(quota)), now);
+    }
+    for group in snapshot.pod_groups {
+        scheduler.apply_object(SchedulingObject::PodGroup(Arc::new(group)), now);
+    }
+    for reservation in snapshot.reservations {
+        apply_reservation(&mut scheduler, Arc::new(reservation), now)?;
     }
     let mut skipped = 0;
     let mut pending = Vec::new();
@@ -211,7 +233,14 @@ pub fn schedule(
     let reports = scheduler.run_until_idle(now);
     let elapsed = started.elapsed();
 
-    let pods: Vec<PodResult> = reports.into_iter().map(pod_result).collect();
+    let mut pods: Vec<PodResult> = reports.into_iter().map(pod_result).collect();
+    // A pod held at Permit (a gang member) was reported when it was held;
+    // what became of it is known only now.
+    let bound: HashSet<String> = binder.bindings().into_iter().map(|b| b.pod).collect();
+    let waiting: HashSet<&str> = scheduler.waiting_pods().map(|(pod, _)| pod).collect();
+    for pod in pods.iter_mut().filter(|p| p.held) {
+        settle_held(pod, bound.contains(&pod.pod), waiting.contains(pod.pod.as_str()));
+    }
     let scheduled = pods.iter().filter(|p| p.node.is_some()).count();
     let summary =
         Summary { pods: pods.len(), scheduled, unschedulable: pods.len() - scheduled, skipped };
@@ -230,6 +259,7 @@ fn pod_result(report: CycleReport) -> PodResult {
         facts: report.facts,
         node_facts: report.node_facts,
         nodes: report.nodes,
+        held: false,
     };
     match report.outcome {
         Outcome::Scheduled { node, total, scores } => {
@@ -238,9 +268,9 @@ fn pod_result(report: CycleReport) -> PodResult {
             result.scores = scores;
         }
         Outcome::Waiting { node } => {
-            // A Permit plugin holds the pod on its node; it is placed as far
-            // as this run goes, so the node is reported with the reason.
-            result.message = Some(format!("reserved on {node}, waiting for a Permit plugin"));
+            // A Permit plugin holds the pod on its node; how that ends is
+            // settled after the run ([`settle_held`]).
+            result.held = true;
             result.node = Some(node);
         }
         Outcome::Unschedulable { message, nominated, rejections, .. } => {
@@ -253,6 +283,31 @@ fn pod_result(report: CycleReport) -> PodResult {
         Outcome::Failed { message } => result.message = Some(format!("error: {message}")),
     }
     result
+}
+
+/// What became of a pod held at Permit by the end of the run: bound (its
+/// gang completed), still held, or let go (its gang could not complete).
+fn settle_held(pod: &mut PodResult, bound: bool, still_held: bool) {
+    let held_on = pod.node.take().unwrap_or_default();
+    let gang = pod.facts.get(coscheduling::NAME).and_then(|f| f.downcast_ref::<GangFacts>());
+    let gang_name =
+        gang.map_or_else(|| "its Permit plugin".to_string(), |g| format!("gang {}", g.gang));
+    if bound {
+        pod.node = Some(held_on);
+        pod.message = None;
+    } else if still_held {
+        pod.message = Some(match gang {
+            Some(g) => format!(
+                "reserved on {held_on}, waiting for {} more member(s) of gang {}",
+                g.waiting_for, g.gang
+            ),
+            None => format!("reserved on {held_on}, waiting for a Permit plugin"),
+        });
+        pod.node = Some(held_on);
+    } else {
+        pod.message =
+            Some(format!("reserved on {held_on}, then released: {gang_name} could not complete"));
+    }
 }
 
 /// The `--explain N` / `--explain-all` flags as an [`ExplainLevel`].
@@ -286,12 +341,8 @@ mod tests {
             ),
             (
                 Outcome::Waiting { node: "n2".into() },
-                (
-                    Some("n2"),
-                    Some("reserved on n2, waiting for a Permit plugin"),
-                    None,
-                    BTreeMap::new(),
-                ),
+                // Settled after the run (`settle_held`).
+                (Some("n2"), None, None, BTreeMap::new()),
             ),
             (
                 Outcome::Unschedulable {
@@ -327,6 +378,31 @@ mod tests {
             assert_eq!(got.node.as_deref(), node, "{outcome:?}");
             assert_eq!(got.message.as_deref(), message, "{outcome:?}");
             assert_eq!((got.total, &got.scores), (total, &scores), "{outcome:?}");
+        }
+    }
+
+    #[test]
+    fn held_pods_are_settled_by_how_their_wait_ended() {
+        let held =
+            || pod_result(CycleReport::new("ns/p".into(), Outcome::Waiting { node: "n".into() }));
+        // (bound, still held) → (node, message)
+        let cases = [
+            ((true, false), (Some("n"), None)),
+            ((false, true), (Some("n"), Some("reserved on n, waiting for a Permit plugin"))),
+            (
+                (false, false),
+                (None, Some("reserved on n, then released: its Permit plugin could not complete")),
+            ),
+        ];
+        for ((bound, still), (node, message)) in cases {
+            let mut pod = held();
+            assert!(pod.held);
+            settle_held(&mut pod, bound, still);
+            assert_eq!(
+                (pod.node.as_deref(), pod.message.as_deref()),
+                (node, message),
+                "{bound} {still}"
+            );
         }
     }
 
@@ -368,6 +444,7 @@ mod tests {
                                 facts: BTreeMap::new(),
                             },
                         ],
+                        held: false,
                     },
                     PodResult {
                         pod: "ns/b".into(),
@@ -380,6 +457,7 @@ mod tests {
                         facts: BTreeMap::new(),
                         node_facts: BTreeMap::new(),
                         nodes: vec![],
+                        held: false,
                     },
                 ],
                 summary: Summary { pods: 2, scheduled: 1, unschedulable: 1, skipped: 0 },

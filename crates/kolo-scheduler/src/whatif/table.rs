@@ -40,6 +40,9 @@ pub fn write_table(run: &Run, out: &mut impl Write) -> std::io::Result<()> {
         let score = pod.total.map_or("-".to_string(), |t| t.to_string());
         let details = match &pod.message {
             Some(message) => message.clone(),
+            // Bound once its gang was complete: its own cycle ended at
+            // Permit, before scores were kept.
+            None if pod.held => "held at Permit, bound with its gang".to_string(),
             None => compact_scores(&pod.scores),
         };
         writeln!(out, "{:<pod_width$}  {node:<node_width$}  {score:>5}  {details}", pod.pod)?;

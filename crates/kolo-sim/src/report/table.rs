@@ -37,14 +37,19 @@ fn pct(v: f64) -> String {
 
 /// The table.
 pub fn render(runs: &[PolicyRun]) -> String {
-    let label_width = ROWS.iter().map(|(l, _)| l.len()).max().unwrap_or(0);
-    let cells: Vec<Vec<String>> =
-        runs.iter().map(|r| ROWS.iter().map(|(_, f)| f(r)).collect()).collect();
+    let mut rows: Vec<(String, Vec<String>)> =
+        ROWS.iter().map(|(label, f)| (label.to_string(), runs.iter().map(f).collect())).collect();
+    rows.extend(job_rows(runs));
+    let label_width = rows.iter().map(|(l, _)| l.len()).max().unwrap_or(0);
     let widths: Vec<usize> = runs
         .iter()
-        .zip(&cells)
-        .map(|(r, c)| {
-            c.iter().map(String::len).chain([r.result.summary.policy.len()]).max().unwrap_or(0)
+        .enumerate()
+        .map(|(i, r)| {
+            rows.iter()
+                .map(|(_, c)| c[i].len())
+                .chain([r.result.summary.policy.len()])
+                .max()
+                .unwrap_or(0)
         })
         .collect();
     let mut out = format!("{:<label_width$}", "");
@@ -52,12 +57,64 @@ pub fn render(runs: &[PolicyRun]) -> String {
         out.push_str(&format!("  {:>w$}", r.result.summary.policy));
     }
     out.push('\n');
-    for (i, (label, _)) in ROWS.iter().enumerate() {
+    for (label, cells) in &rows {
         out.push_str(&format!("{label:<label_width$}"));
         for (c, w) in cells.iter().zip(&widths) {
-            out.push_str(&format!("  {:>w$}", c[i]));
+            out.push_str(&format!("  {c:>w$}"));
         }
         out.push('\n');
     }
     out
+}
+
+/// Rows for the tenants' quotas and the gangs, when the scenario has them
+/// (every policy runs the same scenario, so they all have the same ones).
+fn job_rows(runs: &[PolicyRun]) -> Vec<(String, Vec<String>)> {
+    let Some(first) = runs.first() else { return Vec::new() };
+    fn jobs(r: &PolicyRun) -> &crate::jobs::JobsSummary {
+        &r.result.summary.jobs
+    }
+    let mut rows = Vec::new();
+    for (i, t) in first.result.summary.jobs.tenants.iter().enumerate() {
+        let tenant = |r: &PolicyRun| jobs(r).tenants.get(i).cloned();
+        let cell = |f: &dyn Fn(&crate::jobs::TenantSummary) -> String| {
+            runs.iter().map(|r| tenant(r).map_or_else(|| "-".into(), |t| f(&t))).collect()
+        };
+        rows.push((
+            format!(
+                "tenant {} (min {}, max {} cores): used cores avg / peak",
+                t.name, t.min_cores, t.max_cores
+            ),
+            cell(&|t| format!("{:.1} / {:.1}", t.used_cores_avg, t.used_cores_peak)),
+        ));
+        rows.push(("  share of batch use".into(), cell(&|t| pct(t.share_of_batch_used))));
+        rows.push((
+            "  hours below min while waiting".into(),
+            cell(&|t| format!("{:.2} of {:.2}", t.hours_below_min_while_waiting, t.hours_waiting)),
+        ));
+    }
+    if first.result.summary.jobs.gangs.is_some() {
+        let cell = |f: &dyn Fn(&crate::jobs::GangSummary) -> String| {
+            runs.iter().map(|r| jobs(r).gangs.as_ref().map_or_else(|| "-".into(), f)).collect()
+        };
+        rows.push((
+            "gangs placed / submitted".into(),
+            cell(&|g| format!("{} / {}", g.placed, g.submitted)),
+        ));
+        rows.push((
+            "  wait p50 / p95 / max".into(),
+            cell(&|g| {
+                format!(
+                    "{:.0} / {:.0} / {:.0} s",
+                    g.wait_seconds_p50, g.wait_seconds_p95, g.wait_seconds_max
+                )
+            }),
+        ));
+        rows.push(("  half-placed at the end".into(), cell(&|g| g.half_placed_at_end.to_string())));
+        rows.push((
+            "  pods held at Permit at the end".into(),
+            cell(&|g| g.pods_held_at_permit_at_end.to_string()),
+        ));
+    }
+    rows
 }

@@ -299,7 +299,9 @@ mod tests {
     #[test]
     fn the_gang_name_comes_from_the_label_then_the_deprecated_label_then_the_annotation() {
         // (labels, annotations, expected)
-        let cases: [(&[(&str, &str)], &[(&str, &str)], Option<(&str, GangSource)>); 5] = [
+        type Pairs<'a> = &'a [(&'a str, &'a str)];
+        type Case<'a> = (Pairs<'a>, Pairs<'a>, Option<(&'a str, GangSource)>);
+        let cases: [Case; 5] = [
             (&[], &[], None),
             (&[(POD_GROUP, "pg")], &[(GANG_NAME, "a")], Some(("ns/pg", GangSource::PodGroup))),
             (

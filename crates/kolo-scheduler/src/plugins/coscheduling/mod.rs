@@ -9,6 +9,7 @@
 //!   groups' shared state and the decisions of PreFilter, Permit,
 //!   Unreserve, PostFilter and PreBind (pure);
 //! * [`status`]: the PodGroup status controller's phase machine (pure);
+//! * [`facts`]: what the plugin knew of a pod's gang, for explanations;
 //! * [`plugin`]: the framework adapter. It is also the default QueueSort:
 //!   priority, then the gang's time, then the gang, then the pod's time,
 //!   so a gang's members follow one another; a pod in no gang sorts as
@@ -40,7 +41,15 @@
 //!   by another plugin (a quota) fails its attempt when its waiting
 //!   members time out, not at once.
 
+//!
+//! Known limitation (as in Koordinator): a NonStrict gang that cannot
+//! complete keeps taking room member by member, each for up to its wait,
+//! and, queued first, may starve a younger gang that would fit; Strict
+//! gangs release at once and are shown not to deadlock
+//! (`tests/coscheduling.rs`, `strict_gangs_do_not_deadlock`).
+
 pub mod args;
+pub mod facts;
 pub mod gang;
 pub mod plugin;
 pub mod state;

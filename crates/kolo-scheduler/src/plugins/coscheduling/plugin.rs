@@ -8,14 +8,15 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use kolo_core::HasMeta;
 
 use super::args::CoschedulingArgs;
+use super::facts::GangFacts;
 use super::gang::{Defined, GangFieldError, GangName, from_pod, from_pod_group, gang_of, nanos};
 use super::state::Gangs;
 use crate::binder::BindRequest;
 use crate::framework::{
     ClusterEvent, ClusterEventHandler, CycleContext, CycleState, EventKinds, ExtensionPoints,
-    NodeInfo, ObjectEvent, ObjectKind, Permit, PermitOutcome, Plugin, PodInfo, PostFilter,
+    Facts, NodeInfo, ObjectEvent, ObjectKind, Permit, PermitOutcome, Plugin, PodInfo, PostFilter,
     PostFilterCluster, PostFilterOutcome, PreBind, PreFilter, PreFilterOutcome, QueueKey,
-    QueueSort, Rejected, Rejection, Reserve, SchedulingObject, WaitingVerdict,
+    QueueSort, Rejected, Rejection, ReportFacts, Reserve, SchedulingObject, WaitingVerdict,
 };
 use crate::registry::{PluginArgsError, decode_args};
 
@@ -96,6 +97,7 @@ impl Plugin for Coscheduling {
             .permit()
             .pre_bind()
             .event_handler()
+            .report_facts()
             .into()
     }
 
@@ -253,5 +255,19 @@ impl ClusterEventHandler for Coscheduling {
             }
             _ => {}
         }
+    }
+}
+
+impl ReportFacts for Coscheduling {
+    /// The pod's gang: its rules and members ([`GangFacts`]).
+    fn pod_facts(
+        &self,
+        _: &CycleContext,
+        _: &CycleState,
+        pod: &PodInfo,
+        _: Option<&NodeInfo>,
+    ) -> Option<Facts> {
+        let gang = gang_name(pod)?;
+        GangFacts::of(&self.lock(), &gang.id).map(Facts::new)
     }
 }

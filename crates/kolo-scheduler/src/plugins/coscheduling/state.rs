@@ -112,10 +112,7 @@ fn satisfied(spec: &GangSpec, group: Option<&GroupState>) -> bool {
 impl Gangs {
     /// The gang of a pod, created empty if unknown.
     fn gang(&mut self, id: &str) -> &mut GangState {
-        if !self.gangs.contains_key(id) {
-            self.gangs.insert(id.into(), GangState::default());
-        }
-        self.gangs.get_mut(id).expect("inserted above")
+        self.gangs.entry(id.into()).or_default()
     }
 
     /// Sets a gang's rules, marking its pending members' queue keys stale

@@ -70,12 +70,16 @@ fn iterate(
     runtime: &mut [i128],
 ) {
     while weight > 0 && total > 0 && !nodes.is_empty() {
-        let shares: Vec<(i128, &str)> =
-            nodes.iter().map(|&i| (children[i].weight, children[i].name)).collect();
-        let deltas = hamilton(total, weight, &shares);
-        let (mut spare, mut next_weight, mut next) = (0i128, 0i128, Vec::new());
-        for (&i, delta) in nodes.iter().zip(deltas) {
-            runtime[i] += delta;
+        apportion(
+            total,
+            weight,
+            nodes.len(),
+            |k| (children[nodes[k]].weight, children[nodes[k]].name),
+            |k, delta| runtime[nodes[k]] += delta,
+        );
+        let (mut spare, mut next_weight) = (0i128, 0i128);
+        let mut next = Vec::with_capacity(nodes.len());
+        for &i in &nodes {
             if runtime[i] < children[i].request {
                 next.push(i);
                 next_weight += children[i].weight;
@@ -98,41 +102,57 @@ fn iterate(
 /// ties to the smaller name. Nodes with weight ≤ 0 get 0.
 pub fn hamilton(total: i128, weight: i128, nodes: &[(i128, &str)]) -> Vec<i128> {
     let mut out = vec![0i128; nodes.len()];
+    apportion(total, weight, nodes.len(), |k| nodes[k], |k, d| out[k] += d);
+    out
+}
+
+/// [`hamilton`] over `n` nodes read through `node(k)` (weight, name),
+/// handing each its share through `give(k, share)` (only nonzero shares):
+/// the redistribution loop uses it in place, without building lists.
+fn apportion<'n>(
+    total: i128,
+    weight: i128,
+    n: usize,
+    node: impl Fn(usize) -> (i128, &'n str),
+    mut give: impl FnMut(usize, i128),
+) {
     if weight <= 0 || total <= 0 {
-        return out;
+        return;
     }
     // Dividing every weight and their sum by a common factor changes no
     // quotient and scales every remainder alike (so their order stands),
     // and usually brings the products into i64, whose division is many
     // times cheaper than i128's.
-    let g = common_factor(weight, total, nodes);
+    let g = common_factor(weight, total, (0..n).map(|k| node(k).0));
     let weight = if g == 1 { weight } else { div_rem(weight, g).0 };
-    let mut remainders = Vec::with_capacity(nodes.len());
+    let mut remainders = Vec::with_capacity(n);
     let mut given = 0i128;
-    for (i, &(w, _)) in nodes.iter().enumerate() {
+    for k in 0..n {
+        let (w, _) = node(k);
         if w > 0 {
             let w = if g == 1 { w } else { div_rem(w, g).0 };
             let (share, rem) = div_rem(w * total, weight);
-            out[i] = share;
+            if share != 0 {
+                give(k, share);
+            }
             given += share;
-            remainders.push((rem, i));
+            remainders.push((rem, k));
         }
     }
     let residual = usize::try_from(total - given).unwrap_or(0).min(remainders.len());
     if residual > 0 {
         let order = |a: &(i128, usize), b: &(i128, usize)| {
-            b.0.cmp(&a.0).then_with(|| nodes[a.1].1.cmp(nodes[b.1].1))
+            b.0.cmp(&a.0).then_with(|| node(a.1).1.cmp(node(b.1).1))
         };
         // Only the first `residual` need ordering among themselves: a
         // partial selection keeps large levels cheap.
         if residual < remainders.len() {
             remainders.select_nth_unstable_by(residual - 1, order);
         }
-        for &(_, i) in &remainders[..residual] {
-            out[i] += 1;
+        for &(_, k) in &remainders[..residual] {
+            give(k, 1);
         }
     }
-    out
 }
 
 /// Floor division and remainder of non-negative numbers, in i64 when both
@@ -147,8 +167,8 @@ fn div_rem(n: i128, d: i128) -> (i128, i128) {
 /// The greatest common divisor of `weight` and the positive weights (1
 /// when one of them does not fit a u64, or when every product `w·total`
 /// fits an i64 already and there is nothing to gain).
-fn common_factor(weight: i128, total: i128, nodes: &[(i128, &str)]) -> i128 {
-    let largest = nodes.iter().map(|&(w, _)| w).max().unwrap_or(0);
+fn common_factor(weight: i128, total: i128, weights: impl Iterator<Item = i128> + Clone) -> i128 {
+    let largest = weights.clone().max().unwrap_or(0);
     if largest.checked_mul(total).is_some_and(|p| p <= i128::from(i64::MAX))
         && weight <= i128::from(i64::MAX)
     {
@@ -158,7 +178,7 @@ fn common_factor(weight: i128, total: i128, nodes: &[(i128, &str)]) -> i128 {
         Ok(w) => w,
         Err(_) => return 1,
     };
-    for &(w, _) in nodes {
+    for w in weights {
         if w > 0 {
             match u64::try_from(w) {
                 Ok(w) => g = binary_gcd(g, w),

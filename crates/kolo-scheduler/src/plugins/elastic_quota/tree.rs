@@ -198,6 +198,8 @@ pub struct QuotaTree {
     members: Vec<HashSet<Box<str>>>,
     /// The structure must be rebuilt before the next read.
     stale: bool,
+    /// How many levels' runtimes were computed so far.
+    levels_computed: u64,
 }
 
 impl QuotaTree {
@@ -217,6 +219,7 @@ impl QuotaTree {
             pods: HashMap::new(),
             members: Vec::new(),
             stale: true,
+            levels_computed: 0,
         };
         tree.rebuild();
         tree
@@ -288,6 +291,12 @@ impl QuotaTree {
     /// Sets the cluster total (the sum of the nodes' allocatable).
     pub fn set_cluster_total(&mut self, total: ResourceVector) {
         self.cluster_total = total;
+    }
+
+    /// How many times a level's runtimes were computed (each parent's
+    /// children at once): the cost a refresh paid, for tests and benches.
+    pub fn levels_computed(&self) -> u64 {
+        self.levels_computed
     }
 
     /// The cluster total.
@@ -693,6 +702,7 @@ impl QuotaTree {
             })
             .collect();
         let columns = level_runtimes_by_dimension(total, &level, scale_min);
+        self.levels_computed += 1;
         for k in 0..self.nodes[p].children.len() {
             let c = self.nodes[p].children[k];
             let runtime = &mut self.nodes[c].runtime;
@@ -965,5 +975,39 @@ mod tests {
         assert_eq!(t.refresh_runtime(b, true), cpu(8_000));
         // The special quotas have no runtime.
         assert_eq!(t.refresh_runtime(DEFAULT, true), ResourceVector::EMPTY);
+    }
+
+    /// Root over p1 and p2 (parents), each over two leaves: a refresh
+    /// computes only the levels on its path whose inputs changed.
+    #[test]
+    fn refresh_is_lazy_and_top_down() {
+        let mut t = tree();
+        t.set_cluster_total(cpu(100_000));
+        for p in ["p1", "p2"] {
+            t.apply(spec(p, "", "100", &IS_PARENT)).unwrap();
+            for leaf in ["a", "b"] {
+                t.apply(spec(&format!("{p}-{leaf}"), "", "100", &parent_label(p))).unwrap();
+            }
+        }
+        t.pod_pending(pod("ns/x", Some("p1-a"), 10_000));
+        t.ensure_current();
+        let (p1a, p1b, p2a) =
+            (t.index("p1-a").unwrap(), t.index("p1-b").unwrap(), t.index("p2-a").unwrap());
+        let computed = |t: &QuotaTree| t.levels_computed();
+        t.refresh_runtime(p1a, true);
+        assert_eq!(computed(&t), 2); // the root's children, then p1's
+        t.refresh_runtime(p1a, true);
+        t.refresh_runtime(p1b, true);
+        assert_eq!(computed(&t), 2); // nothing changed on the path
+        t.refresh_runtime(p2a, true);
+        assert_eq!(computed(&t), 3); // p2's children, first time
+        // A pod for p2-a: p2's level and the root's change; p1's total
+        // (its runtime) does not (the cluster has room for both), so p1's
+        // level stays.
+        t.pod_pending(pod("ns/y", Some("p2-a"), 5_000));
+        assert_eq!(t.refresh_runtime(p1a, true), cpu(10_000));
+        assert_eq!(computed(&t), 4); // the root's level only
+        assert_eq!(t.refresh_runtime(p2a, true), cpu(5_000));
+        assert_eq!(computed(&t), 5); // p2's level
     }
 }

@@ -233,4 +233,36 @@ mod tests {
         // Node 3: d, order 3 (before c's 5): the lowest order, 1000.
         assert_eq!(got, vec![(1, "b", 100), (2, "c", 25), (3, "d", 1000)]);
     }
+
+    proptest::proptest! {
+        /// Owners taking, one after another, min(request, what is left)
+        /// of each resource leave exactly `allocated` taken, whatever
+        /// their order; it never exceeds what is reserved, and the
+        /// most-allocated score stays within 0..=100.
+        #[test]
+        fn allocated_is_the_sum_of_sequential_takes(
+            reserved in (0i64..10_000, 0i64..10_000),
+            owners in proptest::collection::vec((0i64..6_000, 0i64..6_000), 0..6),
+        ) {
+            let allocatable = ResourceVector::cpu_memory(reserved.0, reserved.1);
+            let requests: Vec<ResourceVector> =
+                owners.iter().map(|&(c, m)| ResourceVector::cpu_memory(c, m)).collect();
+            let (mut left_cpu, mut left_mem) = reserved;
+            for r in &requests {
+                let (c, m) = (r.cpu().min(left_cpu), r.memory().min(left_mem));
+                left_cpu -= c;
+                left_mem -= m;
+            }
+            let got = allocated(&allocatable, &requests);
+            proptest::prop_assert_eq!(got.cpu(), reserved.0 - left_cpu);
+            proptest::prop_assert_eq!(got.memory(), reserved.1 - left_mem);
+            let mut reversed = requests.clone();
+            reversed.reverse();
+            proptest::prop_assert_eq!(allocated(&allocatable, &reversed), got);
+            for r in &requests {
+                let score = most_allocated(r, &got, &allocatable);
+                proptest::prop_assert!((0..=100).contains(&score));
+            }
+        }
+    }
 }

@@ -9,6 +9,7 @@ use kolo_core::HasMeta;
 use super::affinity::ReservationAffinity;
 use super::decide::{Nominee, nominate};
 use super::reserve_pod::reservation_of;
+use super::spec::ReservationSpec;
 use super::tracker::Tracker;
 use crate::binder::{BindRequest, BindTarget};
 use crate::framework::{
@@ -58,12 +59,6 @@ impl ReservationPlugin {
 
     fn write(&self) -> RwLockWriteGuard<'_, Tracker> {
         self.tracker.write().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// The refusals of reservations whose latest version was refused
-    /// (named object and field), for the driver to report.
-    pub fn refusals(&self) -> Vec<String> {
-        self.read().refused().map(ToString::to_string).collect()
     }
 }
 
@@ -127,11 +122,11 @@ impl PreFilter for ReservationPlugin {
             NodeOverlay::extend(state, tracker.holds().map(|h| (h.node, h.pod.clone())));
             return PreFilterOutcome::Skip;
         }
-        let usable = tracker.candidates().filter(|(c, _)| {
-            c.available(ctx.now)
-                && affinity.as_ref().is_none_or(|a| a.matches(&c.spec.name, &c.spec.labels))
-                && c.spec.owners.matches(pod)
-        });
+        let wanted = |spec: &ReservationSpec| {
+            affinity.as_ref().is_none_or(|a| a.matches(&spec.name, &spec.labels))
+                && spec.owners.matches(pod)
+        };
+        let usable = tracker.candidates(wanted).filter(|(c, _)| c.available(ctx.now));
         let nominees = nominate(pod.view().requests(), usable.map(|(c, _)| c));
         if nominees.is_empty() {
             return match affinity {

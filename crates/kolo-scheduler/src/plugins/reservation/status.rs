@@ -17,7 +17,10 @@
 //!   `Scheduled` false with reason `Unschedulable` and its message.
 //!
 //! A condition keeps its `lastTransitionTime` while its status stays the
-//! same; `lastProbeTime` is the time of this computation.
+//! same, and is left as it is (`lastProbeTime` too) while its status,
+//! reason and message do: recomputing from the same observations gives
+//! the status already written, and the driver writes only a status that
+//! differs (re-feeding a pending reservation queues it again).
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -122,7 +125,24 @@ fn set_condition(
     let find = |s: &ReservationStatus| {
         s.conditions.iter().flatten().find(|c| c.condition_type.as_deref() == Some(kind)).cloned()
     };
-    let transition = match find(prev) {
+    let old = find(prev);
+    let message = (!message.is_empty()).then(|| message.to_string());
+    let same = |c: &ReservationCondition| {
+        c.status.as_deref() == Some(status)
+            && c.reason.as_deref() == Some(reason)
+            && c.message == message
+    };
+    if let Some(old) = old.as_ref().filter(|c| same(c)) {
+        // Unchanged: the status computed is the status written, so the
+        // driver has nothing to write (an update of a pending reservation
+        // would queue it again).
+        let conditions = next.conditions.get_or_insert_with(Vec::new);
+        if !conditions.iter().any(|c| c.condition_type.as_deref() == Some(kind)) {
+            conditions.push(old.clone());
+        }
+        return;
+    }
+    let transition = match old {
         Some(old) if old.status.as_deref() == Some(status) => old.last_transition_time,
         _ => Some(Time(now)),
     };
@@ -130,7 +150,7 @@ fn set_condition(
         condition_type: Some(kind.into()),
         status: Some(status.into()),
         reason: Some(reason.into()),
-        message: (!message.is_empty()).then(|| message.into()),
+        message,
         last_probe_time: Some(Time(now)),
         last_transition_time: transition,
     };
@@ -187,6 +207,9 @@ mod tests {
             (Some("False"), Some("Unschedulable"), Some("0/3 nodes"))
         );
         r.status = Some(s);
+        // The same observation later: nothing to write.
+        let again = Observed { unschedulable: Some("0/3 nodes"), ..Default::default() };
+        assert_eq!(next_status(&r, &again, t(30)).unwrap(), *r.status.as_ref().unwrap());
         // Bound to n1.
         let s =
             next_status(&r, &Observed { node: Some("n1"), ..Default::default() }, t(2)).unwrap();

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use kolo_api::crd::Reservation;
 use kolo_core::resources::ResourceVector;
 
-use super::ReservationError;
 use super::decide::{Candidate, allocated};
 use super::spec::ReservationSpec;
 use crate::framework::{NodeId, PodInfo};
@@ -28,9 +27,6 @@ pub struct Hold {
 pub struct Tracker {
     /// The last good reading of each reservation, by name.
     specs: HashMap<Box<str>, Arc<ReservationSpec>>,
-    /// The last refusal of each reservation whose latest version was
-    /// refused, by name.
-    refused: BTreeMap<Box<str>, ReservationError>,
     /// Reserve pods counted on nodes, by reservation name.
     holds: BTreeMap<Box<str>, Hold>,
     /// Per reservation UID: the pods that took a part, with their
@@ -47,33 +43,21 @@ impl Tracker {
     }
 
     /// Reads a created or changed reservation; a refused one keeps its
-    /// last good reading.
+    /// last good reading (the driver gets the refusal from
+    /// [`super::feed::apply_reservation`]).
     pub fn apply(&mut self, r: &Reservation) {
-        let name: Box<str> = r.metadata.name.as_deref().unwrap_or_default().into();
-        match ReservationSpec::read(r) {
-            Ok(spec) => {
-                self.refused.remove(&name);
-                self.specs.insert(name, Arc::new(spec));
-            }
-            Err(e) => {
-                self.refused.insert(name, e);
-            }
+        if let Ok(spec) = ReservationSpec::read(r) {
+            self.specs.insert(spec.name.clone(), Arc::new(spec));
         }
     }
 
     /// Forgets a deleted reservation.
     pub fn remove(&mut self, name: &str) {
-        self.refused.remove(name);
         if let Some(spec) = self.specs.remove(name)
             && let Some(owners) = self.owners.remove(&spec.uid)
         {
             owners.keys().for_each(|k| drop(self.owner_of.remove(k)));
         }
-    }
-
-    /// The refusals of reservations whose latest version was refused.
-    pub fn refused(&self) -> impl Iterator<Item = &ReservationError> {
-        self.refused.values()
     }
 
     /// Records where reservation `name`'s reserve pod is counted.
@@ -128,9 +112,17 @@ impl Tracker {
         Some((candidate, hold))
     }
 
-    /// Every reservation counted on a node, in name order, with its hold.
-    pub fn candidates(&self) -> impl Iterator<Item = (Candidate<'_>, &Hold)> {
-        self.holds.keys().filter_map(|name| self.candidate(name))
+    /// Every reservation counted on a node that `wanted` accepts, in name
+    /// order, with its hold (what its owners took is summed only for
+    /// those).
+    pub fn candidates<'a>(
+        &'a self,
+        wanted: impl Fn(&ReservationSpec) -> bool + 'a,
+    ) -> impl Iterator<Item = (Candidate<'a>, &'a Hold)> + 'a {
+        self.holds
+            .keys()
+            .filter(move |name| self.specs.get(*name).is_some_and(|s| wanted(s)))
+            .filter_map(|name| self.candidate(name))
     }
 
     /// Every reserve pod counted on a node.
