@@ -45,6 +45,15 @@ pub enum KubeError {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// A Reservation's status could not be computed (the object is
+    /// refused; the message names the field).
+    #[error("Reservation/{name}: {message}")]
+    Reservation {
+        /// The reservation.
+        name: String,
+        /// What is wrong.
+        message: String,
+    },
     /// The scheduler configuration was refused.
     #[error("scheduler configuration: {0}")]
     SchedulerConfig(#[from] kolo_scheduler::config::ConfigError),

@@ -14,6 +14,7 @@
 //!   with (on the process's runtime or on a thread of its own);
 //! * [`mirror`]: a watcher's events as applies and deletes, relists included;
 //! * [`reflect`]: reflector stores with a change signal;
+//! * [`optional_crd`]: watches of CRDs that may not be installed;
 //! * [`manager`]: the SLO controllers (batch / mid allocatable, NodeMetric
 //!   spec, NodeSLO);
 //! * [`scheduler`]: the scheduler driver (watch → cache, bind, Events);
@@ -31,6 +32,7 @@ pub mod health;
 pub mod leader;
 pub mod manager;
 pub mod mirror;
+pub mod optional_crd;
 pub mod reflect;
 pub mod scheduler;
 pub mod webhook;

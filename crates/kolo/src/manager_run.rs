@@ -11,6 +11,7 @@ use kolo_kube::manager::{Controller, ManagerOptions};
 use kolo_kube::webhook::server::DEFAULT_DECISION_TIMEOUT;
 use kolo_kube::webhook::server::tls::SelfSignedOptions;
 use kolo_kube::webhook::{ClientTarget, WebhookConfigurations, WebhookOptions};
+use kolo_scheduler::plugins::elastic_quota::args::ElasticQuotaArgs;
 
 use kolo_kube::component::{self, ComponentError};
 
@@ -35,6 +36,13 @@ pub struct Args {
     /// A full pass runs at least this often, in seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 30)]
     resync_seconds: u64,
+    /// The quota controller's ElasticQuota arguments as JSON, Koordinator's
+    /// `ElasticQuotaArgs` (e.g. `{"monitorAllQuotas": true,
+    /// "delayEvictTime": "120s"}` turns over-use revocation on); default:
+    /// the plugin's defaults (revocation off). Give the scheduler's
+    /// ElasticQuota profile the same.
+    #[arg(long, value_name = "JSON")]
+    elastic_quota_args: Option<String>,
     #[command(flatten)]
     webhook: WebhookArgs,
 }
@@ -126,7 +134,17 @@ impl WebhookArgs {
 /// Runs the manager until SIGTERM, or until leadership is lost.
 pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let webhook = args.webhook.options()?;
+    let quota_args = match &args.elastic_quota_args {
+        Some(text) => {
+            let value: serde_json::Value = serde_json::from_str(text)
+                .map_err(|e| format!("--elastic-quota-args: not JSON: {e}"))?;
+            ElasticQuotaArgs::decode(Some(&value))
+                .map_err(|e| format!("--elastic-quota-args: {e}"))?
+        }
+        None => ElasticQuotaArgs::default(),
+    };
     let options = ManagerOptions {
+        quota_args,
         config_namespace: args.config_namespace,
         config_name: args.config_name,
         resync: Duration::from_secs(args.resync_seconds.max(1)),

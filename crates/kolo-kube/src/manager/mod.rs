@@ -10,6 +10,9 @@
 //! missed or duplicated watch event, a restart of the API server or of the
 //! manager changes nothing but when the next pass runs.
 
+mod jobs;
+pub mod podgroup_status;
+pub mod quota_status;
 mod run;
 
 pub use run::{Controller, ManagerOptions};

@@ -10,6 +10,7 @@ use kolo_api::crd::{NodeMetric, NodeSLO};
 use kolo_core::clock::Timestamp;
 use kolo_manager::config::SloConfigStore;
 use kolo_manager::pass::{MANAGED_BY, ManagerAction, Pass, StoreState};
+use kolo_scheduler::plugins::elastic_quota::args::ElasticQuotaArgs;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
@@ -20,7 +21,9 @@ use tokio::sync::Notify;
 use crate::error::KubeError;
 use crate::health::Health;
 use crate::leader::Leadership;
-use crate::reflect::reflect;
+use crate::reflect::{reflect, reflect_optional};
+
+use super::jobs::{JobControllers, JobStores};
 
 /// How the controllers run.
 #[derive(Debug, Clone)]
@@ -39,6 +42,10 @@ pub struct ManagerOptions {
     /// After a change, wait this long for more before a pass (a burst of
     /// pod events makes one pass, not hundreds).
     pub debounce: Duration,
+    /// The ElasticQuota plugin's arguments for the quota controller
+    /// (`monitorAllQuotas` turns revocation on, `delayEvictTime`,
+    /// `revokePodInterval`, the system and default quotas' max...).
+    pub quota_args: ElasticQuotaArgs,
 }
 
 impl Default for ManagerOptions {
@@ -49,6 +56,7 @@ impl Default for ManagerOptions {
             resync: Duration::from_secs(30),
             node_selector: None,
             debounce: Duration::from_millis(200),
+            quota_args: ElasticQuotaArgs::default(),
         }
     }
 }
@@ -60,6 +68,8 @@ struct Stores {
     metrics: Store<NodeMetric>,
     slos: Store<NodeSLO>,
     config: Store<ConfigMap>,
+    /// What the job controllers read besides pods and nodes.
+    jobs: JobStores,
 }
 
 /// The manager's SLO controllers.
@@ -71,12 +81,15 @@ pub struct Controller {
     config_version: Option<String>,
     /// The decisions, and what the manager wrote.
     pass: Pass,
+    /// PodGroup and ElasticQuota status, quota revocation.
+    jobs: JobControllers,
 }
 
 impl Controller {
     /// Controllers writing through `client`.
     pub fn new(client: Client, options: ManagerOptions, health: Arc<Health>) -> Controller {
         Controller {
+            jobs: JobControllers::new(client.clone(), health.clone(), options.quota_args.clone()),
             client,
             options,
             health,
@@ -96,9 +109,25 @@ impl Controller {
         if let Some(selector) = &self.options.node_selector {
             node_config = node_config.labels(selector);
         }
+        let nodes = reflect(Api::all(c.clone()), node_config, changed.clone());
+        let pods = reflect(Api::all(c.clone()), watcher::Config::default(), changed.clone());
+        let jobs = JobStores {
+            pods: pods.clone(),
+            nodes: nodes.clone(),
+            quotas: reflect_optional(
+                Api::all(c.clone()),
+                watcher::Config::default(),
+                changed.clone(),
+            ),
+            groups: reflect_optional(
+                Api::all(c.clone()),
+                watcher::Config::default(),
+                changed.clone(),
+            ),
+        };
         let stores = Stores {
-            nodes: reflect(Api::all(c.clone()), node_config, changed.clone()),
-            pods: reflect(Api::all(c.clone()), watcher::Config::default(), changed.clone()),
+            nodes,
+            pods,
             metrics: reflect(Api::all(c.clone()), watcher::Config::default(), changed.clone()),
             slos: reflect(Api::all(c.clone()), watcher::Config::default(), changed.clone()),
             config: reflect(
@@ -106,6 +135,7 @@ impl Controller {
                 watcher::Config::default().fields(&cm_selector),
                 changed.clone(),
             ),
+            jobs,
         };
         let lost = async move {
             match leadership {
@@ -135,9 +165,16 @@ impl Controller {
         self.health.set_ready(true);
         loop {
             self.pass(stores).await;
+            self.jobs.pass(&stores.jobs).await;
+            // Revocation runs every revokePodInterval; the SLO pass then
+            // runs too, and writes nothing when nothing changed.
+            let wake = self
+                .jobs
+                .wake_interval()
+                .map_or(self.options.resync, |w| w.min(self.options.resync));
             tokio::select! {
                 () = changed.notified() => {}
-                () = tokio::time::sleep(self.options.resync) => {}
+                () = tokio::time::sleep(wake) => {}
             }
             tokio::time::sleep(self.options.debounce).await;
         }

@@ -5,7 +5,10 @@ use std::sync::Arc;
 use std::sync::mpsc::Sender;
 
 use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod};
-use kolo_scheduler::binder::{BindCompletion, BindRequest, Binder};
+use kolo_api::crd::Reservation;
+use kolo_core::clock::Timestamp;
+use kolo_scheduler::binder::{BindCompletion, BindRequest, BindTarget, Binder};
+use kolo_scheduler::plugins::reservation::status::{Observed, next_status};
 use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use tokio::runtime::Handle;
@@ -61,6 +64,9 @@ pub fn binding(request: &BindRequest, pod: &PodRef) -> Binding {
 }
 
 async fn bind(client: Client, request: &BindRequest, pod: &PodRef) -> Result<(), KubeError> {
+    if let BindTarget::Reservation { name } = &request.target {
+        return bind_reservation(client, name, &request.node).await;
+    }
     let object = format!("Pod/{}", request.pod);
     let api: Api<Pod> = Api::namespaced(client, &pod.namespace);
     if !request.annotations.is_empty() {
@@ -80,6 +86,34 @@ async fn bind(client: Client, request: &BindRequest, pod: &PodRef) -> Result<(),
     Ok(())
 }
 
+/// How often a reservation bind retries after a conflict (the object
+/// changed between its read and its write).
+const RESERVATION_BIND_ATTEMPTS: usize = 3;
+
+/// Binds a reservation's reserve pod: writes the Reservation's status as
+/// scheduled on `node` (`nodeName`, phase `Available`, conditions,
+/// allocatable: the Reservation plugin's `next_status`), through the
+/// status subresource with the `resourceVersion` just read, retrying a
+/// conflict.
+async fn bind_reservation(client: Client, name: &str, node: &str) -> Result<(), KubeError> {
+    let object = format!("Reservation/{name}");
+    let api: Api<Reservation> = Api::all(client);
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let mut r = api.get(name).await.map_err(|e| KubeError::api("get", &object, e))?;
+        let observed = Observed { node: Some(node), ..Observed::default() };
+        let status = next_status(&r, &observed, Timestamp::now())
+            .map_err(|e| KubeError::Reservation { name: name.into(), message: e.to_string() })?;
+        r.status = Some(status);
+        match api.replace_status(name, &PostParams::default(), &r).await {
+            Ok(_) => return Ok(()),
+            Err(kube::Error::Api(s)) if s.code == 409 && attempt < RESERVATION_BIND_ATTEMPTS => {}
+            Err(e) => return Err(KubeError::api("update status of", object, e)),
+        }
+    }
+}
+
 impl Binder for KubeBinder {
     fn bind(&self, completion: BindCompletion) {
         let client = self.client.clone();
@@ -94,10 +128,15 @@ impl Binder for KubeBinder {
             drop(in_flight);
             health.count("bind", &result);
             match &result {
-                Ok(()) => {
-                    tracing::info!(pod = %request.pod, node = %request.node, "bound");
-                    reports.scheduled(&pod, &request.node);
-                }
+                Ok(()) => match &request.target {
+                    BindTarget::Pod => {
+                        tracing::info!(pod = %request.pod, node = %request.node, "bound");
+                        reports.scheduled(&pod, &request.node);
+                    }
+                    BindTarget::Reservation { name } => {
+                        tracing::info!(reservation = %name, node = %request.node, "reservation bound");
+                    }
+                },
                 // A pod someone else bound (409), or deleted (404), is
                 // forgotten and its watch event corrects the cache.
                 Err(e) => tracing::warn!(error = %e, "bind failed"),

@@ -14,9 +14,10 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kolo_api::crd::NodeMetric;
+use kolo_api::crd::{ElasticQuota, NodeMetric, PodGroup, Reservation};
 use kolo_core::clock::Timestamp;
 use kolo_scheduler::config::SchedulerConfig;
+use kolo_scheduler::framework::{ObjectKind, ObjectRef, SchedulingObject};
 use kolo_scheduler::plugins::{DEFAULT_PLUGINS, registry};
 use kolo_scheduler::scheduler::{CycleReport, Outcome, Scheduler};
 use kube::{Client, ResourceExt};
@@ -27,6 +28,7 @@ use kolo_core::PodRef;
 
 use super::preempt::{Preemption, preempt};
 use super::report::Reports;
+use super::reservations::{Reservations, StatusWrite, write_status};
 use super::watch::spawn_watchers;
 use crate::error::KubeError;
 use crate::health::Health;
@@ -42,12 +44,41 @@ pub enum Update {
     Pod(Box<Change<Pod>>),
     /// A NodeMetric changed.
     NodeMetric(Box<Change<NodeMetric>>),
+    /// An ElasticQuota changed.
+    Quota(Box<Change<ElasticQuota>>),
+    /// A PodGroup changed.
+    PodGroup(Box<Change<PodGroup>>),
+    /// A Reservation changed.
+    Reservation(Box<Change<Reservation>>),
+    /// Writing this Reservation's status failed: the next change retries.
+    ReservationWriteFailed(String),
+    /// The CRD of this kind is not installed: schedule as if there were
+    /// none of its objects (its watch keeps retrying).
+    CrdMissing(ObjectKind),
     /// A bind finished: apply its outcome now.
     Wake,
     /// A preemption's evictions did not all go through: the preemptor
     /// (`namespace/name`) stops waiting for its victims.
     PreemptionFailed(String),
 }
+
+/// The kinds whose first list the scheduler waits for before it decides
+/// anything (a CRD that is not installed counts as listed, empty).
+const SYNCED_KINDS: [&str; 6] =
+    ["nodes", "pods", "nodemetrics", "elasticquotas", "podgroups", "reservations"];
+
+/// The index in [`SYNCED_KINDS`] of a scheduling object's kind.
+fn synced_index(kind: ObjectKind) -> usize {
+    match kind {
+        ObjectKind::ElasticQuota => 3,
+        ObjectKind::PodGroup => 4,
+        ObjectKind::Reservation => 5,
+    }
+}
+
+/// How a reserve pod's key starts (`Reservation/<name>`, the Reservation
+/// plugin's `reserve_pod_key`).
+const RESERVE_POD_PREFIX: &str = "Reservation/";
 
 /// How long the thread sleeps when nothing happens (pods whose backoff
 /// ends, unschedulable pods flushed after a while, are picked up then).
@@ -102,12 +133,13 @@ impl SchedulerDriver {
             reports,
             runtime: Handle::current(),
             health: self.health.clone(),
-            synced: [false; 3],
+            synced: [false; SYNCED_KINDS.len()],
             uids: HashMap::new(),
             reported: HashMap::new(),
             client: self.client.clone(),
             v1beta1_only: Arc::new(AtomicBool::new(false)),
             preempted,
+            reservations: Reservations::new(),
         };
         std::thread::Builder::new()
             .name("kolo-scheduling".into())
@@ -125,8 +157,8 @@ struct SchedulingThread {
     reports: Reports,
     runtime: Handle,
     health: Arc<Health>,
-    /// Whether the first list of nodes, pods and NodeMetrics is in.
-    synced: [bool; 3],
+    /// Whether the first list of each of [`SYNCED_KINDS`] is in.
+    synced: [bool; SYNCED_KINDS.len()],
     /// Pod key → UID (Events and bindings name the pod by UID).
     uids: HashMap<String, String>,
     /// Pod key → the failure last reported, so a pod that fails the same
@@ -137,8 +169,11 @@ struct SchedulingThread {
     client: Client,
     /// The server lacks `policy/v1` Eviction (found out on the first one).
     v1beta1_only: Arc<AtomicBool>,
-    /// Where a preemption whose evictions failed reports back.
+    /// Where a preemption whose evictions failed, or a reservation status
+    /// write that failed, reports back.
     preempted: Sender<Update>,
+    /// The Reservations, their owners, and their status.
+    reservations: Reservations,
 }
 
 impl SchedulingThread {
@@ -156,6 +191,8 @@ impl SchedulingThread {
                 continue; // never decide on a partial view of the cluster
             }
             let now = Timestamp::now();
+            let expired = self.reservations.expire(&mut self.scheduler, now);
+            self.write_reservations(expired);
             while let Some(report) = self.scheduler.schedule_next(now) {
                 self.handle(report);
             }
@@ -173,7 +210,7 @@ impl SchedulingThread {
                     }
                 }
                 Change::Delete(name) => self.scheduler.remove_node(&name, now),
-                Change::Synced => self.synced(0, "nodes"),
+                Change::Synced => self.synced(0),
             },
             Update::Pod(change) => match *change {
                 Change::Apply(pod) => {
@@ -181,17 +218,21 @@ impl SchedulingThread {
                     if pod.spec.as_ref().is_some_and(|s| s.node_name.is_some()) {
                         self.reported.remove(&k);
                     }
-                    self.uids.insert(k, pod.uid().unwrap_or_default());
+                    self.uids.insert(k.clone(), pod.uid().unwrap_or_default());
+                    let writes = self.reservations.pod_changed(&k, &pod, now);
+                    self.write_reservations(writes);
                     if let Err(e) = self.scheduler.apply_pod(pod, now) {
                         tracing::warn!(error = %e, "pod refused; keeping its last good state");
                     }
                 }
                 Change::Delete(k) => {
+                    let write = self.reservations.pod_removed(&k, now);
+                    self.write_reservations(write);
                     self.scheduler.remove_pod(&k, now);
                     self.uids.remove(&k);
                     self.reported.remove(&k);
                 }
-                Change::Synced => self.synced(1, "pods"),
+                Change::Synced => self.synced(1),
             },
             Update::NodeMetric(change) => match *change {
                 Change::Apply(metric) => {
@@ -203,8 +244,17 @@ impl SchedulingThread {
                     }
                 }
                 Change::Delete(name) => self.scheduler.remove_node_metric(&name, now),
-                Change::Synced => self.synced(2, "nodemetrics"),
+                Change::Synced => self.synced(2),
             },
+            Update::Quota(change) => {
+                self.object(*change, ObjectKind::ElasticQuota, SchedulingObject::ElasticQuota)
+            }
+            Update::PodGroup(change) => {
+                self.object(*change, ObjectKind::PodGroup, SchedulingObject::PodGroup)
+            }
+            Update::Reservation(change) => self.reservation(*change),
+            Update::ReservationWriteFailed(name) => self.reservations.write_failed(&name),
+            Update::CrdMissing(kind) => self.synced(synced_index(kind)),
             Update::Wake => {}
             Update::PreemptionFailed(pod) => {
                 if self.scheduler.clear_nomination(&pod) {
@@ -214,7 +264,59 @@ impl SchedulingThread {
         }
     }
 
-    fn synced(&mut self, i: usize, kind: &str) {
+    /// Applies a change of a scheduling object (quota, gang, reservation).
+    fn object<K>(
+        &mut self,
+        change: Change<K>,
+        kind: ObjectKind,
+        wrap: fn(Arc<K>) -> SchedulingObject,
+    ) {
+        let now = Timestamp::now();
+        match change {
+            Change::Apply(object) => self.scheduler.apply_object(wrap(Arc::new(object)), now),
+            Change::Delete(key) => self.scheduler.remove_object(&ObjectRef { kind, key }, now),
+            Change::Synced => self.synced(synced_index(kind)),
+        }
+    }
+
+    /// Applies a change of a Reservation: fed with its reserve pod, its
+    /// status written when it changed.
+    fn reservation(&mut self, change: Change<Reservation>) {
+        let now = Timestamp::now();
+        match change {
+            Change::Apply(r) => {
+                let write = self.reservations.apply(r, &mut self.scheduler, now);
+                self.write_reservations(write);
+            }
+            Change::Delete(name) => self.reservations.remove(&name, &mut self.scheduler, now),
+            Change::Synced => self.synced(synced_index(ObjectKind::Reservation)),
+        }
+    }
+
+    /// Writes reservation statuses on the runtime; a failure is reported
+    /// back so the next change retries.
+    fn write_reservations(&self, writes: impl IntoIterator<Item = StatusWrite>) {
+        for write in writes {
+            let (client, health, report) =
+                (self.client.clone(), self.health.clone(), self.preempted.clone());
+            self.runtime.spawn(async move {
+                let result = write_status(client, &write).await;
+                health.count("reservation_status", &result);
+                match result {
+                    Ok(()) => tracing::info!(reservation = %write.name,
+                        phase = ?write.object.status.as_ref().and_then(|s| s.phase.clone()),
+                        "wrote Reservation status"),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "Reservation status not written");
+                        let _ = report.send(Update::ReservationWriteFailed(write.name));
+                    }
+                }
+            });
+        }
+    }
+
+    fn synced(&mut self, i: usize) {
+        let kind = SYNCED_KINDS[i];
         if !self.synced[i] {
             tracing::info!(kind, "initial list done");
         }
@@ -247,6 +349,9 @@ impl SchedulingThread {
     }
 
     fn handle(&mut self, report: CycleReport) {
+        if let Some(name) = report.pod.strip_prefix(RESERVE_POD_PREFIX) {
+            return self.handle_reservation(name.to_string(), report.outcome);
+        }
         let (unschedulable, message) = match report.outcome {
             Outcome::Scheduled { node, total, .. } => {
                 tracing::debug!(pod = %report.pod, %node, total, "assumed; binding");
@@ -274,5 +379,20 @@ impl SchedulingThread {
         let pod = PodRef::from_key(&report.pod, &uid);
         let reports = self.reports.clone();
         self.runtime.spawn(async move { reports.failed(&pod, unschedulable, &message).await });
+    }
+
+    /// A cycle of a reservation's reserve pod: a failure goes to the
+    /// reservation's status (no Event, no pod condition: there is no pod).
+    fn handle_reservation(&mut self, name: String, outcome: Outcome) {
+        let message = match outcome {
+            Outcome::Unschedulable { message, .. } | Outcome::Failed { message } => message,
+            Outcome::Scheduled { node, .. } | Outcome::Waiting { node } => {
+                tracing::debug!(reservation = %name, %node, "reservation assumed");
+                return;
+            }
+        };
+        tracing::info!(reservation = %name, %message, "cannot schedule reservation");
+        let write = self.reservations.unschedulable(&name, &message, Timestamp::now());
+        self.write_reservations(write);
     }
 }

@@ -10,6 +10,9 @@
 //!   runtime, concurrently with the next cycles;
 //! * [`report`]: Events (`Scheduled`, `FailedScheduling`, `Preempted`,
 //!   `Preempting`) and the pod's `PodScheduled` condition;
+//! * [`reservations`]: Reservations fed to the scheduler with their
+//!   reserve pods, and their status (owners, unschedulable, expiry); the
+//!   binder writes a reservation's bind as its status;
 //! * [`preempt`]: carries out a preemption the scheduler decided — evicts
 //!   the victims through the Eviction API, sets the preemptor's
 //!   `status.nominatedNodeName`.
@@ -18,6 +21,7 @@ pub mod binder;
 pub mod driver;
 pub mod preempt;
 pub mod report;
+pub mod reservations;
 pub mod watch;
 
 pub use driver::{SchedulerDriver, Update};
