@@ -701,3 +701,64 @@ fn json_gives_the_cpuset_prebind_writes_as_data() {
         assert_eq!(status["cpuset"], cpuset, "{p}");
     }
 }
+
+/// `examples/pending-jobs.yaml`: gangs, a reservation and a quota, as its
+/// header comment works them out.
+#[test]
+fn job_scheduling_in_a_snapshot() {
+    let args = [
+        "schedule",
+        "--snapshot",
+        "examples/pending-jobs.yaml",
+        "--now",
+        "2026-11-27T03:10:00Z",
+        "-o",
+        "json",
+    ];
+    let report = json(&kolo(&args, None));
+    // The train gang binds whole: two members held at Permit, the third
+    // completes it; PreBind marks all three as one gang of 3.
+    for name in ["ml/train-0", "ml/train-1", "ml/train-2"] {
+        let p = pod(&report, name);
+        assert!(p["node"].is_string(), "{p:#}");
+        assert_eq!(p["message"], Value::Null, "{p:#}");
+        assert_eq!(p["facts"]["Coscheduling"]["gang"], "ml/train", "{p:#}");
+    }
+    assert_eq!(pod(&report, "ml/train-0")["held"], true);
+    let last = pod(&report, "ml/train-2");
+    assert_eq!(last["annotations"]["scheduling.koordinator.sh/bind-gang-member-count"], "3");
+    // The big gang binds nothing: its first member fits nowhere, the
+    // others fail with the gang (Strict).
+    for name in ["ml/big-0", "ml/big-1", "ml/big-2"] {
+        assert_eq!(pod(&report, name)["node"], Value::Null, "{name}");
+    }
+    let gang_rejected =
+        "0/3 nodes are available: Gang \"ml/big\" gets rejected due to pod is unschedulable.";
+    assert_eq!(pod(&report, "ml/big-1")["message"], gang_rejected);
+    // web-0 needs 3 cores: only node-a's 2 reserved cores plus 1 of its own
+    // make room, and the reservation is named on the pod.
+    let web = pod(&report, "ml/web-0");
+    assert_eq!(web["node"], "node-a", "{web:#}");
+    let allocated: Value = serde_json::from_str(
+        web["annotations"]["scheduling.koordinator.sh/reservation-allocated"].as_str().unwrap(),
+    )
+    .unwrap();
+    assert_eq!(allocated, json!({"name": "r-web", "uid": "7d0f4c2e-0000-4000-8000-000000000001"}));
+    // The quota: adhoc-1 fits its 800m max, adhoc-2 would take it to 900m.
+    assert_eq!(pod(&report, "ml/adhoc-1")["node"], "node-c");
+    let over = pod(&report, "ml/adhoc-2");
+    assert_eq!(over["node"], Value::Null);
+    assert_eq!(
+        over["message"],
+        "0/3 nodes are available: Insufficient quotas, quotaName: team-a, runtime: cpu=800m, used: cpu=500m, pod's request: cpu=400m, exceedDimensions: [cpu]."
+    );
+    assert_eq!(
+        over["facts"]["ElasticQuota"],
+        json!({"quota": "team-a", "used": "cpu=500m", "runtime": "cpu=800m", "min": "cpu=0",
+               "max": "cpu=800m", "podRequest": "cpu=400m", "fits": false})
+    );
+    assert_eq!(
+        report["summary"],
+        json!({"pods": 9, "scheduled": 5, "unschedulable": 4, "skipped": 0})
+    );
+}

@@ -16,6 +16,7 @@
 
 pub mod args;
 pub mod check;
+pub mod facts;
 pub mod names;
 pub mod plugin;
 pub mod runtime;

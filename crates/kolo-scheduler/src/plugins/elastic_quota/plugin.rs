@@ -28,12 +28,14 @@ use kolo_core::resources::ResourceVector;
 
 use super::args::ElasticQuotaArgs;
 use super::check::{QuotaCheck, can_preempt, check_pod};
+use super::facts::QuotaFacts;
 use super::spec::{QuotaError, QuotaSpec};
 use super::tree::{PodFacts, QuotaTree};
 use crate::framework::{
     ClusterEvent, ClusterEventHandler, CycleContext, CycleState, EventKinds, ExtensionPoints,
-    Filter, NodeId, NodeInfo, NodeVerdict, ObjectEvent, ObjectKind, Plugin, PodInfo, PreFilter,
-    PreFilterOutcome, PreemptionGuard, Rejection, Reserve, SchedulingObject, Verdict, filter_each,
+    Facts, Filter, NodeId, NodeInfo, NodeVerdict, ObjectEvent, ObjectKind, Plugin, PodInfo,
+    PreFilter, PreFilterOutcome, PreemptionGuard, Rejection, ReportFacts, Reserve,
+    SchedulingObject, Verdict, filter_each,
 };
 use crate::plugins::reservation::reserve_pod::reservation_of;
 use crate::registry::PluginArgsError;
@@ -182,6 +184,7 @@ impl Plugin for ElasticQuota {
             .reserve()
             .event_handler()
             .preemption_guard()
+            .report_facts()
             .into()
     }
 
@@ -359,5 +362,24 @@ impl ClusterEventHandler for ElasticQuota {
             ObjectEvent::PendingPodRemoved(pod) => state.tree.pod_not_pending(pod.key()),
             ObjectEvent::Applied(_) | ObjectEvent::Removed(_) => {}
         }
+    }
+}
+
+impl ReportFacts for ElasticQuota {
+    /// The pod's quota ([`QuotaFacts`]), once any quota besides the
+    /// built-in ones exists (else no quota decides anything).
+    fn pod_facts(
+        &self,
+        _: &CycleContext,
+        _: &CycleState,
+        pod: &PodInfo,
+        node: Option<&NodeInfo>,
+    ) -> Option<Facts> {
+        if !self.is_active() || is_reserve_pod(pod) {
+            return None;
+        }
+        let mut guard = self.lock();
+        let facts = QuotaFacts::of(&mut guard.tree, &self.args, &pod_facts(pod), node.is_some());
+        Some(Facts::new(facts))
     }
 }
