@@ -28,9 +28,10 @@ use std::process::Command;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use common::{cleanup, kubectl, run, try_run, workspace_root};
+use common::{kubectl, run, try_run, workspace_root};
 use e2e_common::{
-    Daemon, component_args, create, create_node, events, get_json, node_of, patch, pod, wait_for,
+    Daemon, TestObjects, component_args, create, create_node, events, get_json, node_of, patch,
+    pod, wait_for,
 };
 use serde_json::{Value, json};
 
@@ -124,29 +125,15 @@ fn cluster(test: &str) -> Option<Arc<Cluster>> {
     Some(cluster)
 }
 
-/// A test's namespace and labelled objects, deleted when dropped.
-struct Cleanup<'a> {
-    config: &'a Path,
-    id: String,
-}
-
-impl Drop for Cleanup<'_> {
-    fn drop(&mut self) {
-        let selector = format!("kolo-test={}", self.id);
-        let steps = vec![
-            vec!["delete", "pods", "--all", "-n", &self.id, "--grace-period=0", "--force"],
-            vec!["delete", "podgroups,elasticquotas,events", "--all", "-n", &self.id],
-            vec!["delete", "nodes,reservations", "-l", &selector],
-            vec!["delete", "namespace", &self.id, "--wait=false"],
-        ];
-        cleanup(self.config, &steps, &self.id);
-    }
-}
-
 /// A test's namespace (`id`) and its cleanup.
-fn namespace<'a>(config: &'a Path, id: &str) -> Cleanup<'a> {
+fn namespace<'a>(config: &'a Path, id: &str) -> TestObjects<'a> {
     run(kubectl(config).args(["create", "namespace", id]), None);
-    Cleanup { config, id: id.into() }
+    TestObjects {
+        config,
+        id: id.into(),
+        labelled: "nodes,reservations",
+        namespaced: "podgroups,elasticquotas,events",
+    }
 }
 
 /// `kolo scheduler` as its service account, with one profile

@@ -16,31 +16,13 @@ mod e2e_common;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{cleanup, kubectl, run};
+use common::{kubectl, run};
 use e2e_common::{
-    Daemon, component_args, create, create_node, events, get_json, node_of, patch, pod,
-    report_usage, wait_for,
+    Daemon, TestObjects, component_args, create, create_node, events, get_json, node_of, patch,
+    pod, report_usage, wait_for,
 };
 
 const TIMEOUT: Duration = Duration::from_secs(30);
-
-struct Cleanup<'a> {
-    config: &'a Path,
-    id: String,
-}
-
-impl Drop for Cleanup<'_> {
-    fn drop(&mut self) {
-        let selector = format!("kolo-test={}", self.id);
-        let steps = vec![
-            vec!["delete", "pods", "--all", "-n", &self.id, "--grace-period=0", "--force"],
-            vec!["delete", "nodes,nodemetrics,priorityclasses", "-l", &selector],
-            vec!["delete", "events,poddisruptionbudgets", "--all", "-n", &self.id],
-            vec!["delete", "namespace", &self.id, "--wait=false"],
-        ];
-        cleanup(self.config, &steps, &self.id);
-    }
-}
 
 /// A PriorityClass `<id>-<name>` (the API server's Priority admission sets
 /// `spec.priority` from it).
@@ -106,7 +88,12 @@ fn create_pod(config: &Path, id: &str, name: &str, class: &str) {
 fn a_high_priority_pod_preempts_through_the_eviction_api() {
     let Some(config) = common::kubeconfig("e2e_preemption") else { return };
     let id = e2e_common::run_id("preempt");
-    let _cleanup = Cleanup { config: &config, id: id.clone() };
+    let _cleanup = TestObjects {
+        config: &config,
+        id: id.clone(),
+        labelled: "nodes,nodemetrics,priorityclasses",
+        namespaced: "events,poddisruptionbudgets",
+    };
     let dir = tempfile::tempdir().unwrap();
     let (node, low, high, scheduler) = cluster(&config, &id, dir.path());
 
@@ -156,7 +143,12 @@ fn a_high_priority_pod_preempts_through_the_eviction_api() {
 fn a_refused_eviction_leaves_the_victim_and_no_nomination() {
     let Some(config) = common::kubeconfig("e2e_preemption with a PDB") else { return };
     let id = e2e_common::run_id("preempt-pdb");
-    let _cleanup = Cleanup { config: &config, id: id.clone() };
+    let _cleanup = TestObjects {
+        config: &config,
+        id: id.clone(),
+        labelled: "nodes,nodemetrics,priorityclasses",
+        namespaced: "events,poddisruptionbudgets",
+    };
     let dir = tempfile::tempdir().unwrap();
     let (_node, low, high, scheduler) = cluster(&config, &id, dir.path());
     // No disruption may happen to the victim (and with no disruption

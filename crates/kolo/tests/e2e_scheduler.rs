@@ -10,9 +10,10 @@ mod e2e_common;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{cleanup, kubectl, run};
+use common::{kubectl, run};
 use e2e_common::{
-    Daemon, component_args, create, events, get_json, node_of, pod, scheduler_config, wait_for,
+    Daemon, TestObjects, component_args, create, events, get_json, node_of, pod, scheduler_config,
+    wait_for,
 };
 
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -35,29 +36,16 @@ fn scheduler(config: &Path, dir: &Path, id: &str, extra: &[&str]) -> Daemon {
     )
 }
 
-struct Cleanup<'a> {
-    config: &'a Path,
-    id: String,
-}
-
-impl Drop for Cleanup<'_> {
-    fn drop(&mut self) {
-        let selector = format!("kolo-test={}", self.id);
-        let steps = vec![
-            vec!["delete", "pods", "--all", "-n", &self.id, "--grace-period=0", "--force"],
-            vec!["delete", "nodes,nodemetrics", "-l", &selector],
-            vec!["delete", "events,leases", "--all", "-n", &self.id],
-            vec!["delete", "namespace", &self.id, "--wait=false"],
-        ];
-        cleanup(self.config, &steps, &self.id);
-    }
-}
-
 #[test]
 fn scheduler_binds_by_load_and_explains_failures() {
     let Some(config) = common::kubeconfig("e2e_scheduler") else { return };
     let id = e2e_common::run_id("sched");
-    let _cleanup = Cleanup { config: &config, id: id.clone() };
+    let _cleanup = TestObjects {
+        config: &config,
+        id: id.clone(),
+        labelled: "nodes,nodemetrics",
+        namespaced: "events,leases",
+    };
     let (_busy, idle) = two_nodes(&config, &id);
     let dir = tempfile::tempdir().unwrap();
     let _scheduler = scheduler(&config, dir.path(), &id, &["--leader-elect=false"]);
@@ -97,7 +85,12 @@ fn scheduler_binds_by_load_and_explains_failures() {
 fn with_two_instances_only_the_leader_binds() {
     let Some(config) = common::kubeconfig("e2e_scheduler leader election") else { return };
     let id = e2e_common::run_id("leader");
-    let _cleanup = Cleanup { config: &config, id: id.clone() };
+    let _cleanup = TestObjects {
+        config: &config,
+        id: id.clone(),
+        labelled: "nodes,nodemetrics",
+        namespaced: "events,leases",
+    };
     two_nodes(&config, &id);
     let dir = tempfile::tempdir().unwrap();
     let lease = ["--leader-elect-namespace", &id, "--leader-elect-lease-seconds", "3"];

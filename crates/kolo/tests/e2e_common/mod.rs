@@ -331,3 +331,31 @@ pub fn webhook_args(id: &str, port: u16, namespace_label: &str) -> Vec<String> {
     .map(String::from)
     .to_vec()
 }
+
+/// A test's namespace `id` and the objects labelled `kolo-test=<id>`,
+/// deleted when dropped (logging, not failing, on errors): its pods, the
+/// labelled cluster objects of the kinds `labelled` lists (`nodes,nodemetrics`),
+/// the namespaced objects of the kinds `namespaced` lists, the namespace.
+pub struct TestObjects<'a> {
+    /// The cluster's kubeconfig.
+    pub config: &'a Path,
+    /// The namespace, also the label value.
+    pub id: String,
+    /// Cluster-scoped kinds to delete by label (`kubectl delete` syntax).
+    pub labelled: &'static str,
+    /// Kinds to delete in the namespace.
+    pub namespaced: &'static str,
+}
+
+impl Drop for TestObjects<'_> {
+    fn drop(&mut self) {
+        let selector = format!("kolo-test={}", self.id);
+        let steps = vec![
+            vec!["delete", "pods", "--all", "-n", &self.id, "--grace-period=0", "--force"],
+            vec!["delete", self.labelled, "-l", &selector],
+            vec!["delete", self.namespaced, "--all", "-n", &self.id],
+            vec!["delete", "namespace", &self.id, "--wait=false"],
+        ];
+        crate::common::cleanup(self.config, &steps, &self.id);
+    }
+}
