@@ -186,29 +186,49 @@ fn apportion<'n>(
     // times cheaper than i128's.
     let g = common_factor(weight, total, (0..n).map(|k| node(k).0));
     let weight = if g == 1 { weight } else { div_rem(weight, g).0 };
-    remainders.clear();
-    let mut given = 0i128;
     // Siblings often have equal weights (the default weight is the max,
     // and quotas are stamped from templates): a weight equal to the
     // previous one reuses its quotient and remainder, saving the divisions.
     let mut last = (0i128, 0i128, 0i128);
+    let mut divide = |w: i128| {
+        if w != last.0 {
+            let reduced = if g == 1 { w } else { div_rem(w, g).0 };
+            let (share, rem) = div_rem(reduced * total, weight);
+            last = (w, share, rem);
+        }
+        (last.1, last.2)
+    };
+    // Only nonzero remainders are listed: when the weights add up to
+    // `weight`, the remainders add up to `residual × weight`, so more than
+    // `residual` of them are nonzero and a zero one is never picked.
+    remainders.clear();
+    let (mut given, mut positive) = (0i128, 0usize);
     for k in 0..n {
         let (w, _) = node(k);
         if w > 0 {
-            if w != last.0 {
-                let reduced = if g == 1 { w } else { div_rem(w, g).0 };
-                let (share, rem) = div_rem(reduced * total, weight);
-                last = (w, share, rem);
-            }
-            let (_, share, rem) = last;
+            let (share, rem) = divide(w);
             if share != 0 {
                 give(k, share);
             }
             given += share;
-            remainders.push((rem, k));
+            positive += 1;
+            if rem != 0 {
+                remainders.push((rem, k));
+            }
         }
     }
-    let residual = usize::try_from(total - given).unwrap_or(0).min(remainders.len());
+    let residual = usize::try_from(total - given).unwrap_or(0).min(positive);
+    if residual > remainders.len() {
+        // The weights do not add up to `weight` (a caller's inconsistent
+        // sum): the zero remainders take part too, as listed in order.
+        remainders.clear();
+        for k in 0..n {
+            let (w, _) = node(k);
+            if w > 0 {
+                remainders.push((divide(w).1, k));
+            }
+        }
+    }
     if residual > 0 {
         let order = |a: &(i128, usize), b: &(i128, usize)| {
             b.0.cmp(&a.0).then_with(|| node(a.1).1.cmp(node(b.1).1))
