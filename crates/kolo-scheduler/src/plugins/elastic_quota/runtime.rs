@@ -10,7 +10,8 @@
 //! what it cannot take goes round again. When the parent cannot cover the
 //! children's mins, the mins are scaled down first ([`scale_mins`]).
 //!
-//! Amounts are `i128`: `weight × total` of two `i64`s never overflows.
+//! Amounts are quantities (`i64`); sums and products are taken in `i128`:
+//! `weight × total` of two `i64`s never overflows.
 
 use kolo_core::resources::{ResourceName, ResourceSet, ResourceVector};
 
