@@ -10,7 +10,8 @@
 //! what it cannot take goes round again. When the parent cannot cover the
 //! children's mins, the mins are scaled down first ([`scale_mins`]).
 //!
-//! Amounts are `i128`: `weight × total` of two `i64`s never overflows.
+//! Amounts are quantities (`i64`); sums and products are taken in `i128`:
+//! `weight × total` of two `i64`s never overflows.
 
 use kolo_core::resources::{ResourceName, ResourceSet, ResourceVector};
 
@@ -37,61 +38,120 @@ pub struct Share<'a> {
 /// starts at `m` and takes part in the weighted sharing of what is left;
 /// the others get their request (or `m` when they do not lend). When the
 /// guarantees exceed `total`, nothing is shared and each keeps `m`.
+/// The children's amounts are quantities: beyond the `i64` range they are
+/// clamped to it.
 pub fn redistribute(total: i128, children: &[Share<'_>]) -> Vec<i128> {
-    let mut runtime = vec![0i128; children.len()];
-    let mut left = total;
-    let mut weight = 0i128;
-    let mut adjust = Vec::new();
-    for (i, c) in children.iter().enumerate() {
-        let m = c.min.max(c.guaranteed);
-        if c.request > m {
-            runtime[i] = m;
-            adjust.push(i);
-            weight += c.weight;
-        } else {
-            runtime[i] = if c.lend { c.request } else { m };
-        }
-        left -= runtime[i];
-    }
-    if left > 0 {
-        iterate(left, weight, adjust, children, &mut runtime);
-    }
-    runtime
+    let asks: Vec<Ask> = children
+        .iter()
+        .map(|c| Ask {
+            request: saturate(c.request),
+            guarantee: saturate(c.min.max(c.guaranteed)),
+            weight: saturate(c.weight),
+            lend: c.lend,
+        })
+        .collect();
+    let mut work = Work::default();
+    redistribute_asks(total, &asks, |i| children[i].name, &mut work);
+    work.runtime
 }
 
-/// §7.4 `iterate`: shares `total` among `nodes` by weight; whatever a node
-/// gets beyond its request is taken back and shared again among the nodes
-/// still short, until nothing is left or no one is short.
-fn iterate(
+/// One child in one dimension, as the redistribution reads it: amounts
+/// of quantities, so `i64` (sums and products are taken in `i128`). Half
+/// the size of `i128` fields, so a level of a thousand children stays in
+/// the L1 cache through the passes over it.
+#[derive(Debug, Clone, Copy, Default)]
+struct Ask {
+    /// `min(Request, Max)`.
+    request: i64,
+    /// `max(min, guaranteed)`.
+    guarantee: i64,
+    /// The shared weight.
+    weight: i64,
+    /// `allow-lent-resource`.
+    lend: bool,
+}
+
+/// The redistribution's working lists, kept between levels so that a
+/// level of a thousand children allocates nothing once they have grown.
+#[derive(Debug, Clone, Default)]
+struct Work {
+    /// The result, one per child.
+    runtime: Vec<i128>,
+    /// The children taking part in this round of sharing.
+    nodes: Vec<usize>,
+    /// Those still short after it.
+    next: Vec<usize>,
+    /// Hamilton's (remainder, position) list.
+    remainders: Vec<(i128, usize)>,
+}
+
+/// [`redistribute`] over `asks` (names through `name(i)`), leaving the
+/// runtimes in `work.runtime`.
+fn redistribute_asks<'n>(
+    total: i128,
+    asks: &[Ask],
+    name: impl Fn(usize) -> &'n str,
+    work: &mut Work,
+) {
+    work.runtime.clear();
+    work.nodes.clear();
+    let mut left = total;
+    let mut weight = 0i128;
+    for (i, a) in asks.iter().enumerate() {
+        let runtime = i128::from(if a.request > a.guarantee {
+            work.nodes.push(i);
+            weight += i128::from(a.weight);
+            a.guarantee
+        } else if a.lend {
+            a.request
+        } else {
+            a.guarantee
+        });
+        work.runtime.push(runtime);
+        left -= runtime;
+    }
+    if left > 0 {
+        iterate(left, weight, asks, name, work);
+    }
+}
+
+/// §7.4 `iterate`: shares `total` among `work.nodes` by weight; whatever a
+/// node gets beyond its request is taken back and shared again among the
+/// nodes still short, until nothing is left or no one is short.
+fn iterate<'n>(
     mut total: i128,
     mut weight: i128,
-    mut nodes: Vec<usize>,
-    children: &[Share<'_>],
-    runtime: &mut [i128],
+    asks: &[Ask],
+    name: impl Fn(usize) -> &'n str,
+    work: &mut Work,
 ) {
+    let Work { runtime, nodes, next, remainders } = work;
     while weight > 0 && total > 0 && !nodes.is_empty() {
         apportion(
             total,
             weight,
             nodes.len(),
-            |k| (children[nodes[k]].weight, children[nodes[k]].name),
+            |k| (i128::from(asks[nodes[k]].weight), name(nodes[k])),
             |k, delta| runtime[nodes[k]] += delta,
+            remainders,
         );
         let (mut spare, mut next_weight) = (0i128, 0i128);
-        let mut next = Vec::with_capacity(nodes.len());
-        for &i in &nodes {
-            if runtime[i] < children[i].request {
+        next.clear();
+        for &i in nodes.iter() {
+            let request = i128::from(asks[i].request);
+            if runtime[i] < request {
                 next.push(i);
-                next_weight += children[i].weight;
+                next_weight += i128::from(asks[i].weight);
             } else {
-                spare += runtime[i] - children[i].request;
-                runtime[i] = children[i].request;
+                spare += runtime[i] - request;
+                runtime[i] = request;
             }
         }
         if spare <= 0 || next.is_empty() {
             return;
         }
-        (total, weight, nodes) = (spare, next_weight, next);
+        std::mem::swap(nodes, next);
+        (total, weight) = (spare, next_weight);
     }
 }
 
@@ -102,19 +162,21 @@ fn iterate(
 /// ties to the smaller name. Nodes with weight ≤ 0 get 0.
 pub fn hamilton(total: i128, weight: i128, nodes: &[(i128, &str)]) -> Vec<i128> {
     let mut out = vec![0i128; nodes.len()];
-    apportion(total, weight, nodes.len(), |k| nodes[k], |k, d| out[k] += d);
+    apportion(total, weight, nodes.len(), |k| nodes[k], |k, d| out[k] += d, &mut Vec::new());
     out
 }
 
 /// [`hamilton`] over `n` nodes read through `node(k)` (weight, name),
 /// handing each its share through `give(k, share)` (only nonzero shares):
-/// the redistribution loop uses it in place, without building lists.
+/// the redistribution loop uses it in place, without building lists
+/// (`remainders` is a buffer it refills).
 fn apportion<'n>(
     total: i128,
     weight: i128,
     n: usize,
     node: impl Fn(usize) -> (i128, &'n str),
     mut give: impl FnMut(usize, i128),
+    remainders: &mut Vec<(i128, usize)>,
 ) {
     if weight <= 0 || total <= 0 {
         return;
@@ -125,21 +187,49 @@ fn apportion<'n>(
     // times cheaper than i128's.
     let g = common_factor(weight, total, (0..n).map(|k| node(k).0));
     let weight = if g == 1 { weight } else { div_rem(weight, g).0 };
-    let mut remainders = Vec::with_capacity(n);
-    let mut given = 0i128;
+    // Siblings often have equal weights (the default weight is the max,
+    // and quotas are stamped from templates): a weight equal to the
+    // previous one reuses its quotient and remainder, saving the divisions.
+    let mut last = (0i128, 0i128, 0i128);
+    let mut divide = |w: i128| {
+        if w != last.0 {
+            let reduced = if g == 1 { w } else { div_rem(w, g).0 };
+            let (share, rem) = div_rem(reduced * total, weight);
+            last = (w, share, rem);
+        }
+        (last.1, last.2)
+    };
+    // Only nonzero remainders are listed: when the weights add up to
+    // `weight`, the remainders add up to `residual × weight`, so more than
+    // `residual` of them are nonzero and a zero one is never picked.
+    remainders.clear();
+    let (mut given, mut positive) = (0i128, 0usize);
     for k in 0..n {
         let (w, _) = node(k);
         if w > 0 {
-            let w = if g == 1 { w } else { div_rem(w, g).0 };
-            let (share, rem) = div_rem(w * total, weight);
+            let (share, rem) = divide(w);
             if share != 0 {
                 give(k, share);
             }
             given += share;
-            remainders.push((rem, k));
+            positive += 1;
+            if rem != 0 {
+                remainders.push((rem, k));
+            }
         }
     }
-    let residual = usize::try_from(total - given).unwrap_or(0).min(remainders.len());
+    let residual = usize::try_from(total - given).unwrap_or(0).min(positive);
+    if residual > remainders.len() {
+        // The weights do not add up to `weight` (a caller's inconsistent
+        // sum): the zero remainders take part too, as listed in order.
+        remainders.clear();
+        for k in 0..n {
+            let (w, _) = node(k);
+            if w > 0 {
+                remainders.push((divide(w).1, k));
+            }
+        }
+    }
     if residual > 0 {
         let order = |a: &(i128, usize), b: &(i128, usize)| {
             b.0.cmp(&a.0).then_with(|| node(a.1).1.cmp(node(b.1).1))
@@ -165,21 +255,23 @@ fn div_rem(n: i128, d: i128) -> (i128, i128) {
 }
 
 /// The greatest common divisor of `weight` and the positive weights (1
-/// when one of them does not fit a u64, or when every product `w·total`
-/// fits an i64 already and there is nothing to gain).
-fn common_factor(weight: i128, total: i128, weights: impl Iterator<Item = i128> + Clone) -> i128 {
-    let largest = weights.clone().max().unwrap_or(0);
-    if largest.checked_mul(total).is_some_and(|p| p <= i128::from(i64::MAX))
-        && weight <= i128::from(i64::MAX)
-    {
+/// when one of them does not fit a u64, or when `weight·total` fits an
+/// i64: the weights are not negative, so every product `w·total` does
+/// too and there is nothing to gain). The factor only speeds the
+/// division up: any common divisor gives the same shares.
+fn common_factor(weight: i128, total: i128, weights: impl Iterator<Item = i128>) -> i128 {
+    if weight.checked_mul(total).is_some_and(|p| p <= i128::from(i64::MAX)) {
         return 1;
     }
     let mut g = match u64::try_from(weight) {
         Ok(w) => w,
         Err(_) => return 1,
     };
+    let mut previous = 0;
     for w in weights {
-        if w > 0 {
+        // A repeated weight cannot lower the factor.
+        if w > 0 && w != previous {
+            previous = w;
             match u64::try_from(w) {
                 Ok(w) => g = binary_gcd(g, w),
                 Err(_) => return 1,
@@ -262,48 +354,104 @@ pub fn level_runtimes(
     children: &[LevelChild<'_>],
     scale: bool,
 ) -> Vec<ResourceVector> {
+    let mut scratch = LevelScratch::default();
+    level_runtimes_into(total, children, scale, &mut scratch);
     let mut out = vec![ResourceVector::EMPTY; children.len()];
-    for (dim, runtimes) in level_runtimes_by_dimension(total, children, scale) {
-        for (slot, r) in out.iter_mut().zip(runtimes) {
+    for (dim, column) in scratch.columns() {
+        for (slot, &r) in out.iter_mut().zip(column) {
             slot.set(dim, r);
         }
     }
     out
 }
 
-/// [`level_runtimes`] as one column per dimension (children in order): no
-/// vector is copied per child, which matters for a level of a thousand
-/// quotas.
-pub fn level_runtimes_by_dimension(
+/// The buffers of [`level_runtimes_into`] and its result, one column per
+/// dimension. Kept by the tree and refilled at every level, so that
+/// recomputing a level of a thousand quotas allocates nothing and reads
+/// each child's vectors once.
+#[derive(Debug, Clone, Default)]
+pub struct LevelScratch {
+    /// The computed dimensions.
+    set: ResourceSet,
+    /// The same, in order (listed once: iterating a resource set is not
+    /// free).
+    dims: Vec<ResourceName>,
+    /// The number of children.
+    n: usize,
+    /// The inputs, dimension-major (`dims.len()` runs of `n`).
+    asks: Vec<Ask>,
+    work: Work,
+    /// The runtimes, dimension-major like `asks`.
+    out: Vec<i64>,
+}
+
+impl LevelScratch {
+    /// The dimensions the last level computed.
+    pub fn dims(&self) -> ResourceSet {
+        self.set
+    }
+
+    /// The last level's runtimes: per dimension, one per child in order.
+    pub fn columns(&self) -> impl Iterator<Item = (ResourceName, &[i64])> {
+        self.dims.iter().copied().zip(self.out.chunks_exact(self.n.max(1)))
+    }
+}
+
+/// [`level_runtimes`] into `scratch` (read it with
+/// [`LevelScratch::columns`]): no vector is built per child.
+pub fn level_runtimes_into(
     total: &ResourceVector,
     children: &[LevelChild<'_>],
     scale: bool,
-) -> Vec<(ResourceName, Vec<i64>)> {
+    scratch: &mut LevelScratch,
+) {
     let mut dims = total.names();
     for c in children {
         dims = dims | c.max_keys;
     }
-    let scalable = vec![true; children.len()];
-    let mut columns = Vec::with_capacity(dims.len());
-    for dim in dims.iter() {
-        let t = i128::from(total.value(dim));
-        let raw_mins: Vec<i128> = children.iter().map(|c| i128::from(c.min.value(dim))).collect();
-        let mins = if scale { scale_mins(t, &raw_mins, &scalable) } else { raw_mins };
-        let shares: Vec<Share<'_>> = children
-            .iter()
-            .zip(&mins)
-            .map(|(c, &min)| Share {
-                name: c.name,
-                request: i128::from(c.request.value(dim)),
-                min,
-                guaranteed: 0,
-                weight: i128::from(c.weight.value(dim)),
-                lend: c.lend,
-            })
-            .collect();
-        columns.push((dim, redistribute(t, &shares).into_iter().map(saturate).collect()));
+    let n = children.len();
+    scratch.set = dims;
+    scratch.dims.clear();
+    scratch.dims.extend(dims.iter());
+    scratch.n = n;
+    scratch.asks.clear();
+    scratch.out.clear();
+    if n == 0 {
+        return;
     }
-    columns
+    for &dim in &scratch.dims {
+        scratch.asks.extend(children.iter().map(|c| Ask {
+            request: c.request.value(dim),
+            guarantee: c.min.value(dim),
+            weight: c.weight.value(dim),
+            lend: c.lend,
+        }));
+    }
+    for (&dim, asks) in scratch.dims.iter().zip(scratch.asks.chunks_exact_mut(n)) {
+        let t = i128::from(total.value(dim));
+        if scale {
+            scale_guarantees(t, asks);
+        }
+        redistribute_asks(t, asks, |i| children[i].name, &mut scratch.work);
+        scratch.out.extend(scratch.work.runtime.iter().map(|&r| saturate(r)));
+    }
+}
+
+/// [`scale_mins`] with every child scalable, in place (the level's
+/// guarantees are its children's mins).
+fn scale_guarantees(total: i128, asks: &mut [Ask]) {
+    let sum: i128 = asks.iter().map(|a| i128::from(a.guarantee)).sum();
+    if total >= sum {
+        return;
+    }
+    for a in asks {
+        // Scaling down keeps it within its i64 min.
+        a.guarantee = if total <= 0 || sum <= 0 {
+            0
+        } else {
+            saturate(total * i128::from(a.guarantee) / sum)
+        };
+    }
 }
 
 /// An `i128` amount back in `i64` range.
@@ -491,6 +639,116 @@ mod tests {
             .collect()
     }
 
+    /// The level computation done the plain way (one list of shares per
+    /// dimension, [`scale_mins`] then [`redistribute`]): what the buffered
+    /// [`level_runtimes_into`] must reproduce.
+    fn plain_level(
+        total: &ResourceVector,
+        children: &[LevelChild<'_>],
+        scale: bool,
+    ) -> Vec<(ResourceName, Vec<i64>)> {
+        let mut dims = total.names();
+        for c in children {
+            dims = dims | c.max_keys;
+        }
+        dims.iter()
+            .map(|dim| {
+                let t = i128::from(total.value(dim));
+                let mins: Vec<i128> = children.iter().map(|c| c.min.value(dim).into()).collect();
+                let mins =
+                    if scale { scale_mins(t, &mins, &vec![true; children.len()]) } else { mins };
+                let shares: Vec<Share<'_>> = children
+                    .iter()
+                    .zip(mins)
+                    .map(|(c, min)| Share {
+                        name: c.name,
+                        request: c.request.value(dim).into(),
+                        min,
+                        guaranteed: 0,
+                        weight: c.weight.value(dim).into(),
+                        lend: c.lend,
+                    })
+                    .collect();
+                (dim, redistribute(t, &shares).into_iter().map(saturate).collect())
+            })
+            .collect()
+    }
+
+    /// §7.4's redistribution written out naively (fresh lists every
+    /// round, Hamilton by a full sort of the remainders): the reference
+    /// for the in-place [`redistribute`].
+    fn naive_redistribute(total: i128, children: &[Share<'_>]) -> Vec<i128> {
+        let mut runtime: Vec<i128> = Vec::new();
+        let (mut left, mut weight, mut nodes) = (total, 0i128, Vec::new());
+        for (i, c) in children.iter().enumerate() {
+            let m = c.min.max(c.guaranteed);
+            let r = if c.request > m {
+                nodes.push(i);
+                weight += c.weight;
+                m
+            } else if c.lend {
+                c.request
+            } else {
+                m
+            };
+            runtime.push(r);
+            left -= r;
+        }
+        let mut total = left;
+        while total > 0 && weight > 0 && !nodes.is_empty() {
+            let mut rems: Vec<(i128, &str, usize)> = Vec::new();
+            let mut given = 0;
+            for &i in &nodes {
+                let w = children[i].weight;
+                if w > 0 {
+                    runtime[i] += w * total / weight;
+                    given += w * total / weight;
+                    rems.push((w * total % weight, children[i].name, i));
+                }
+            }
+            rems.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
+            for &(_, _, i) in rems.iter().take(usize::try_from(total - given).unwrap_or(0)) {
+                runtime[i] += 1;
+            }
+            let (mut spare, mut next) = (0, Vec::new());
+            weight = 0;
+            for &i in &nodes {
+                if runtime[i] < children[i].request {
+                    next.push(i);
+                    weight += children[i].weight;
+                } else {
+                    spare += runtime[i] - children[i].request;
+                    runtime[i] = children[i].request;
+                }
+            }
+            if spare <= 0 || next.is_empty() {
+                break;
+            }
+            (total, nodes) = (spare, next);
+        }
+        runtime
+    }
+
+    /// A level's child: (request cpu, request memory, min cpu, min memory,
+    /// weight cpu, weight memory, lend, gpu in max).
+    type RawChild = (i64, i64, i64, i64, i64, i64, bool, bool);
+
+    fn level_strategy() -> impl proptest::strategy::Strategy<Value = Vec<RawChild>> {
+        proptest::collection::vec(
+            (
+                0i64..1_000,
+                0i64..(1 << 40),
+                0i64..300,
+                0i64..(1 << 38),
+                0i64..20,
+                0i64..(1 << 34),
+                proptest::bool::ANY,
+                proptest::bool::ANY,
+            ),
+            0..12,
+        )
+    }
+
     proptest::proptest! {
         /// No child gets more than it asks for, except a non-lending child
         /// kept at its min.
@@ -558,6 +816,67 @@ mod tests {
                 } else {
                     proptest::prop_assert_eq!(*g, 0);
                 }
+            }
+        }
+
+        /// The in-place redistribution equals the naive one (ties and
+        /// several rounds included: small weights, names out of order).
+        #[test]
+        fn redistribute_matches_the_naive_computation(raw in children_strategy(), total in 0i128..3_000) {
+            let mut children = shares(&raw);
+            children.reverse();
+            proptest::prop_assert_eq!(redistribute(total, &children), naive_redistribute(total, &children));
+        }
+
+        /// The buffered level computation (one scratch reused across
+        /// levels of different sizes and dimensions, mins scaled in place)
+        /// equals the plain per-dimension one.
+        #[test]
+        fn buffered_level_matches_the_plain_computation(
+            levels in proptest::collection::vec(
+                (level_strategy(), 0i64..6_000, 0i64..(1 << 42), proptest::bool::ANY),
+                1..4,
+            ),
+        ) {
+            let gpu = ResourceName::parse("nvidia.com/gpu").unwrap();
+            let names: Vec<String> = (0..12).map(|i| format!("q-{}", (i * 7) % 12)).collect();
+            let mut scratch = LevelScratch::default();
+            for (raw, cpu, memory, scale) in levels {
+                let vectors: Vec<[ResourceVector; 3]> = raw
+                    .iter()
+                    .map(|&(rc, rm, mc, mm, wc, wm, _, _)| {
+                        [
+                            ResourceVector::cpu_memory(rc, rm),
+                            ResourceVector::cpu_memory(mc, mm),
+                            ResourceVector::cpu_memory(wc, wm),
+                        ]
+                    })
+                    .collect();
+                let children: Vec<LevelChild<'_>> = raw
+                    .iter()
+                    .zip(&vectors)
+                    .zip(&names)
+                    .map(|((&(.., lend, has_gpu), [request, min, weight]), name)| LevelChild {
+                        name,
+                        request,
+                        min,
+                        weight,
+                        max_keys: if has_gpu { request.names() | ResourceSet::single(gpu) } else { request.names() },
+                        lend,
+                    })
+                    .collect();
+                let total = ResourceVector::cpu_memory(cpu, memory);
+                level_runtimes_into(&total, &children, scale, &mut scratch);
+                let got: Vec<(ResourceName, Vec<i64>)> = if children.is_empty() {
+                    Vec::new()
+                } else {
+                    scratch.columns().map(|(d, c)| (d, c.to_vec())).collect()
+                };
+                let mut want = plain_level(&total, &children, scale);
+                if children.is_empty() {
+                    want.clear();
+                }
+                proptest::prop_assert_eq!(got, want);
             }
         }
     }

@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use super::names;
 use kolo_core::resources::{ResourceSet, ResourceVector};
 
-use super::runtime::{LevelChild, level_runtimes_by_dimension};
+use super::runtime::{LevelChild, LevelScratch, level_runtimes_into};
 use super::spec::{QuotaError, QuotaSpec};
 
 /// The index of the root quota.
@@ -200,6 +200,8 @@ pub struct QuotaTree {
     stale: bool,
     /// How many levels' runtimes were computed so far.
     levels_computed: u64,
+    /// The level computation's buffers, reused from level to level.
+    scratch: LevelScratch,
 }
 
 impl QuotaTree {
@@ -220,6 +222,7 @@ impl QuotaTree {
             members: Vec::new(),
             stale: true,
             levels_computed: 0,
+            scratch: LevelScratch::default(),
         };
         tree.rebuild();
         tree
@@ -701,19 +704,19 @@ impl QuotaTree {
                 }
             })
             .collect();
-        let columns = level_runtimes_by_dimension(total, &level, scale_min);
+        level_runtimes_into(total, &level, scale_min, &mut self.scratch);
         self.levels_computed += 1;
+        let dims = self.scratch.dims();
         for k in 0..self.nodes[p].children.len() {
             let c = self.nodes[p].children[k];
             let runtime = &mut self.nodes[c].runtime;
             // The same dimensions as last time (the usual case) are simply
             // overwritten.
-            if runtime.len() != columns.len() || columns.iter().any(|(d, _)| !runtime.contains(*d))
-            {
+            if runtime.names() != dims {
                 *runtime = ResourceVector::EMPTY;
             }
-            for (dim, column) in &columns {
-                runtime.set(*dim, column[k]);
+            for (dim, column) in self.scratch.columns() {
+                runtime.set(dim, column[k]);
             }
         }
         self.nodes[p].computed = Some((version, *total));
