@@ -448,6 +448,7 @@ pub fn run(
             }
         });
         records.push(phase(observe, Phase::Record, || run.record(t, &nodes, &outcome)));
+        run.account_tenants(&nodes);
         previous = Some(outcome);
         observe(Event::Step { step: k, steps });
     }
@@ -715,7 +716,6 @@ impl<'a> Run<'a> {
             let pod = NodePod::new(id as u32, view, cpu_request, work);
             started.push(Start { node: n, pod, object });
         }
-        self.book.step(self.scenario.step_seconds as f64, &self.scenario.batch.tenants);
         Ok(started)
     }
 
@@ -790,6 +790,24 @@ impl<'a> Run<'a> {
             }
             _ => {}
         }
+    }
+
+    /// Accounts the step for the tenants' quotas: what their pods may
+    /// request in all is the root quota's runtime — the batch resource the
+    /// nodes publish under co-location; under baseline the nodes' CPU less
+    /// what the LS pods (in the default quota) request.
+    fn account_tenants(&mut self, nodes: &[SimNode]) {
+        if self.scenario.batch.tenants.is_empty() {
+            return;
+        }
+        let total = if self.policy.batch_resources() {
+            nodes.iter().map(|n| n.extended.batch_cpu.unwrap_or(0)).sum::<i64>()
+        } else {
+            let ls: i64 = self.workload.ls.iter().map(|p| p.cpu_request).sum();
+            nodes.iter().map(|n| n.allocatable.cpu).sum::<i64>() - ls
+        };
+        let dt = self.scenario.step_seconds as f64;
+        self.book.step(dt, &self.scenario.batch.tenants, total.max(0));
     }
 
     fn record(&self, t: f64, nodes: &[SimNode], outcome: &StepOutcome) -> StepRecord {

@@ -16,6 +16,8 @@ use kolo_api::crd::{ElasticQuota, ElasticQuotaSpec};
 use kolo_api::names;
 use serde::Serialize;
 
+use kolo_scheduler::plugins::elastic_quota::runtime::{self, Share};
+
 use crate::objects::{BATCH_NAMESPACE, PodClass};
 use crate::scenario::{BatchWorkload, Tenant};
 use crate::workload::BatchPod;
@@ -102,6 +104,10 @@ struct TenantBook {
     used: i64,
     /// Its pods handed to the scheduler and not bound yet.
     pending: i64,
+    /// Their CPU requests, milli.
+    pending_cpu: i64,
+    /// Σ fair share × seconds.
+    fair_seconds: f64,
     /// Σ used × seconds.
     used_seconds: f64,
     /// The most `used` ever was, milli.
@@ -134,6 +140,7 @@ impl JobBook {
     pub fn submitted(&mut self, p: &BatchPod, t: f64) {
         if let Some(book) = self.tenants.get_mut(p.tenant as usize) {
             book.pending += 1;
+            book.pending_cpu += p.cpu_request;
         }
         if self.track_gangs {
             self.gangs.entry(p.job).or_insert(GangBook {
@@ -149,6 +156,7 @@ impl JobBook {
     pub fn bound(&mut self, p: &BatchPod, t: f64) {
         if let Some(book) = self.tenants.get_mut(p.tenant as usize) {
             book.pending -= 1;
+            book.pending_cpu -= p.cpu_request;
             book.used += p.cpu_request;
             book.peak = book.peak.max(book.used);
         }
@@ -167,10 +175,14 @@ impl JobBook {
         }
     }
 
-    /// Accounts a step of `dt` seconds as the tenants stand now.
-    pub fn step(&mut self, dt: f64, tenants: &[Tenant]) {
-        for (book, tenant) in self.tenants.iter_mut().zip(tenants) {
+    /// Accounts a step of `dt` seconds as the tenants stand now, with
+    /// `total` (milli) the CPU the quotas share: what the tenants' pods may
+    /// request in all (the root quota's runtime).
+    pub fn step(&mut self, dt: f64, tenants: &[Tenant], total: i64) {
+        let fair = fair_shares(&self.tenants, tenants, total);
+        for ((book, tenant), fair) in self.tenants.iter_mut().zip(tenants).zip(fair) {
             book.used_seconds += book.used as f64 * dt;
+            book.fair_seconds += fair as f64 * dt;
             if book.pending > 0 {
                 book.waiting_seconds += dt;
                 if (book.used as f64) < tenant.min_cores * 1000.0 {
@@ -194,6 +206,7 @@ impl JobBook {
                 max_cores: t.max_cores,
                 used_cores_avg: b.used_seconds / seconds.max(1e-9) / 1000.0,
                 used_cores_peak: b.peak as f64 / 1000.0,
+                fair_share_cores_avg: b.fair_seconds / seconds.max(1e-9) / 1000.0,
                 share_of_batch_used: if total_used > 0.0 {
                     b.used_seconds / total_used
                 } else {
@@ -228,6 +241,30 @@ impl JobBook {
     }
 }
 
+/// Each tenant's runtime (milli) for `total`: the scheduler's ElasticQuota
+/// runtime computation (§7.4: mins scaled when they exceed the total, the
+/// rest shared by weight, never above a tenant's demand) over the tenants'
+/// demands now.
+fn fair_shares(books: &[TenantBook], tenants: &[Tenant], total: i64) -> Vec<i128> {
+    let milli = |cores: f64| (cores * 1000.0).round() as i128;
+    let mins: Vec<i128> = tenants.iter().map(|t| milli(t.min_cores)).collect();
+    let mins = runtime::scale_mins(i128::from(total), &mins, &vec![true; mins.len()]);
+    let shares: Vec<Share<'_>> = books
+        .iter()
+        .zip(tenants)
+        .zip(&mins)
+        .map(|((b, t), &min)| Share {
+            name: &t.name,
+            request: i128::from(b.used + b.pending_cpu).min(milli(t.max_cores)),
+            min,
+            guaranteed: 0,
+            weight: milli(t.shared_weight_cores.unwrap_or(t.max_cores)),
+            lend: true,
+        })
+        .collect();
+    runtime::redistribute(i128::from(total), &shares)
+}
+
 /// Tenants and gangs over a run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -255,6 +292,11 @@ pub struct TenantSummary {
     /// The most CPU its running pods requested at once, cores (its quota's
     /// max bounds it).
     pub used_cores_peak: f64,
+    /// Its quota's runtime — its fair share of what the tenants' pods may
+    /// use, by the ElasticQuota plugin's own arithmetic from each tenant's
+    /// demand (running and waiting pods' requests, up to max), min and
+    /// weight — averaged over the run, cores.
+    pub fair_share_cores_avg: f64,
     /// Its part of all tenants' batch use (request × time).
     pub share_of_batch_used: f64,
     /// Hours it had pods waiting in the scheduler.
@@ -353,13 +395,13 @@ mod tests {
         let (p, q) = (pod(1, 0, 2, 1000), pod(1, 0, 2, 1000));
         book.submitted(&p, 0.0);
         book.submitted(&q, 0.0);
-        book.step(10.0, &tenants); // waiting, 0 < 2 cores
+        book.step(10.0, &tenants, 10_000); // waiting, 0 < 2 cores
         book.bound(&p, 10.0);
-        book.step(10.0, &tenants); // still waiting, 1 < 2 cores
+        book.step(10.0, &tenants, 10_000); // still waiting, 1 < 2 cores
         book.bound(&q, 30.0);
-        book.step(10.0, &tenants); // nothing waiting
+        book.step(10.0, &tenants, 10_000); // nothing waiting
         book.left(&p);
-        book.step(10.0, &tenants);
+        book.step(10.0, &tenants, 10_000);
         book.submitted(&pod(2, 0, 3, 1000), 40.0);
         book.bound(&pod(2, 0, 3, 1000), 40.0);
         let s = book.summary(&tenants, 40.0, 1);
@@ -369,6 +411,9 @@ mod tests {
         assert_eq!(a.used_cores_peak, 2.0, "both pods of job 1; later 1 of job 1 and 1 of job 2");
         assert_eq!(a.hours_waiting * 3600.0, 20.0);
         assert_eq!(a.hours_below_min_while_waiting * 3600.0, 20.0);
+        // The only tenant's runtime is its demand, up to the 10-core total:
+        // 2, 2, 2 (bound), then 1 core over the four steps → 1.75 cores.
+        assert_eq!(a.fair_share_cores_avg, 1.75);
         let g = s.gangs.unwrap();
         assert_eq!((g.submitted, g.placed, g.wait_seconds_max), (2, 1, 30.0));
         assert_eq!(g.half_placed_at_end, 1, "job 2 bound 1 of 3");

@@ -143,6 +143,11 @@ fn quotas_bound_each_tenant_and_no_gang_is_left_half_placed() {
         assert_eq!(jobs.tenants.len(), 3, "{policy}");
         for (t, spec) in jobs.tenants.iter().zip(&s.batch.tenants) {
             assert!(t.used_cores_avg > 0.0, "{policy}: {} ran nothing: {t:?}", t.name);
+            // Its runtime: something while it asks, never above its max.
+            assert!(
+                t.fair_share_cores_avg > 0.0 && t.fair_share_cores_avg <= spec.max_cores,
+                "{policy}: {t:?}"
+            );
             assert!(
                 t.used_cores_peak <= spec.max_cores + 1e-9,
                 "{policy}: {} used {} cores, above its max {}",
@@ -168,5 +173,6 @@ fn a_tight_max_holds_the_tenant_back() {
     let a = &r.summary.jobs.tenants[0];
     assert!(a.hours_waiting > 0.1, "precondition: team-a must ask for more than 6 cores: {a:?}");
     assert!(a.used_cores_peak <= 6.0, "{a:?}");
+    assert!(a.fair_share_cores_avg <= 6.0 + 1e-9, "the runtime never exceeds max: {a:?}");
     assert!(a.used_cores_peak >= 4.0, "team-a still runs up to its max: {a:?}");
 }

@@ -87,6 +87,10 @@ fn job_rows(runs: &[PolicyRun]) -> Vec<(String, Vec<String>)> {
             ),
             cell(&|t| format!("{:.1} / {:.1}", t.used_cores_avg, t.used_cores_peak)),
         ));
+        rows.push((
+            "  fair share (quota runtime), cores avg".into(),
+            cell(&|t| format!("{:.1}", t.fair_share_cores_avg)),
+        ));
         rows.push(("  share of batch use".into(), cell(&|t| pct(t.share_of_batch_used))));
         rows.push((
             "  hours below min while waiting".into(),
