@@ -124,6 +124,30 @@ struct Reader<'a, F> {
 }
 
 impl<'a, F: Fn(&str) -> Option<&'a str>> Reader<'a, F> {
+    /// The gang's rules: `min`, `wait_time` and `created` as the caller
+    /// read them (a PodGroup's spec or a pod's annotations), the rest from
+    /// the annotations; the notes gathered on the way.
+    fn define(
+        mut self,
+        min: u32,
+        wait_time: Duration,
+        created: Option<i64>,
+        args: &CoschedulingArgs,
+    ) -> Defined {
+        let spec = GangSpec {
+            total: self.total(min),
+            mode: self.mode(),
+            match_policy: self.match_policy(args.default_match_policy),
+            groups: self.groups(),
+            group_id: Arc::from(""),
+            wait_time,
+            min_member: min,
+            created,
+            id: self.id.into(),
+        };
+        Defined { spec: with_group_id(spec), notes: self.notes }
+    }
+
     fn note(&mut self, field: &str, message: String) {
         let object = self.object.to_string();
         self.notes.push(GangFieldError { object, field: field.to_string(), message });
@@ -210,20 +234,9 @@ pub fn from_pod_group(pg: &PodGroup, args: &CoschedulingArgs) -> Result<Defined,
     let annotations = pg.metadata.annotations.as_ref();
     let get = |key: &str| annotations.and_then(|a| a.get(key)).map(String::as_str);
     let object = format!("PodGroup {id}");
-    let mut r = Reader { object: &object, id: &id, get, notes: Vec::new() };
+    let r = Reader { object: &object, id: &id, get, notes: Vec::new() };
     let created = pg.metadata.creation_timestamp.as_ref().map(|t| nanos(t.0));
-    let spec = GangSpec {
-        total: r.total(min),
-        mode: r.mode(),
-        match_policy: r.match_policy(args.default_match_policy),
-        groups: r.groups(),
-        group_id: Arc::from(""),
-        wait_time,
-        min_member: min,
-        created,
-        id: id.as_str().into(),
-    };
-    Ok(Defined { spec: with_group_id(spec), notes: r.notes })
+    Ok(r.define(min, wait_time, created, args))
 }
 
 /// A gang's rules from the annotations (and deprecated labels) of its first
@@ -262,18 +275,7 @@ pub fn from_pod<'a>(
             }
         },
     };
-    let spec = GangSpec {
-        total: r.total(min),
-        mode: r.mode(),
-        match_policy: r.match_policy(args.default_match_policy),
-        groups: r.groups(),
-        group_id: Arc::from(""),
-        wait_time,
-        min_member: min,
-        created,
-        id: id.into(),
-    };
-    Ok(Defined { spec: with_group_id(spec), notes: r.notes })
+    Ok(r.define(min, wait_time, created, args))
 }
 
 fn with_group_id(mut spec: GangSpec) -> GangSpec {
