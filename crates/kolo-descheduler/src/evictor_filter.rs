@@ -1,0 +1,1 @@
+//! Which pods the descheduler may evict at all (being written).

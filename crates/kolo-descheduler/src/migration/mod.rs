@@ -1,0 +1,1 @@
+//! The PodMigrationJob controller (spec §10) (being written).
