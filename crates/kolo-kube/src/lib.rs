@@ -22,11 +22,14 @@
 //!   limits, fail-safe answers, metrics) around kolo-manager's pure
 //!   decisions, fed from watches or from files, with the webhook
 //!   configurations that register it;
+//! * [`descheduler`]: the descheduler driver (watch → Cluster, balance and
+//!   migrate rounds, PodMigrationJob / Reservation writes, evictions, Events);
 //! * [`agent`]: the node agent's cluster side (NodeMetric status, Eviction).
 
 pub mod agent;
 pub mod client;
 pub mod component;
+pub mod descheduler;
 pub mod error;
 pub mod health;
 pub mod leader;

@@ -46,7 +46,7 @@ pub fn eviction_body(namespace: &str, name: &str, version: EvictionVersion) -> s
 
 /// Whether an error says the server does not know this Eviction version
 /// (as opposed to refusing the eviction itself).
-fn version_unknown(e: &kube::Error) -> bool {
+pub(crate) fn version_unknown(e: &kube::Error) -> bool {
     match e {
         kube::Error::Api(s) => {
             let m = s.message.to_ascii_lowercase();

@@ -1,0 +1,205 @@
+//! The descheduler's loop: watches in, rounds in the middle, writes out.
+//!
+//! One task owns the [`Descheduler`], the stores and the applier. It
+//! applies the watchers' changes as they come, and once every kind's first
+//! list is in (it never decides on a partial view) it runs
+//!
+//! * `balance` every `deschedulingInterval` (the first right after the
+//!   caches sync), and
+//! * `migrate` every [`MIGRATE_INTERVAL`], and [`MIGRATE_DEBOUNCE`] after
+//!   a pod, job or reservation changes (a burst of changes makes one pass),
+//!
+//! carrying out each round's actions in order before the next round.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kolo_core::clock::Timestamp;
+use kolo_descheduler::Descheduler;
+use kolo_descheduler::descheduler::DeschedulerConfig;
+use kube::Client;
+use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+use tokio::time::{Instant, sleep_until};
+
+use super::apply::{Applier, EvictionReport};
+use super::events::Events;
+use super::metrics::DeschedulerMetrics;
+use super::stores::{Stores, Touched, Update};
+use super::watch::{WatchScope, spawn_watchers};
+use crate::error::KubeError;
+use crate::health::Health;
+use crate::leader::Leadership;
+
+/// How often the migration controller runs without a change.
+pub const MIGRATE_INTERVAL: Duration = Duration::from_millis(500);
+
+/// How long after a pod, job or reservation change it runs.
+pub const MIGRATE_DEBOUNCE: Duration = Duration::from_millis(50);
+
+/// How the driver runs.
+#[derive(Debug, Clone)]
+pub struct DeschedulerOptions {
+    /// The descheduler's configuration (interval, dry run, plugins).
+    pub config: DeschedulerConfig,
+    /// Which pods and nodes are watched.
+    pub scope: WatchScope,
+    /// This instance's name in Events.
+    pub identity: String,
+}
+
+/// kolo's descheduler against a cluster.
+pub struct DeschedulerDriver {
+    client: Client,
+    evictions: Client,
+    options: DeschedulerOptions,
+    health: Arc<Health>,
+}
+
+impl DeschedulerDriver {
+    /// A driver writing through `client` and evicting through `evictions`
+    /// (a client that does not retry 429: [`super::eviction_client`]).
+    pub fn new(
+        client: Client,
+        evictions: Client,
+        options: DeschedulerOptions,
+        health: Arc<Health>,
+    ) -> DeschedulerDriver {
+        DeschedulerDriver { client, evictions, options, health }
+    }
+
+    /// Watches and deschedules until leadership is lost (when `leadership`
+    /// is given; the caller acquired it) or the process ends.
+    pub async fn run(self, leadership: Option<Leadership>) -> Result<(), KubeError> {
+        let DeschedulerDriver { client, evictions, options, health } = self;
+        let (tx, rx) = unbounded_channel();
+        spawn_watchers(&client, &options.scope, &tx);
+        drop(tx);
+        let metrics = DeschedulerMetrics::new(&health);
+        let events =
+            Events::new(client.clone(), "kolo-descheduler", &options.identity, health.clone());
+        let dry_run = options.config.dry_run;
+        if dry_run {
+            tracing::info!("dry run: only Events are written");
+        }
+        let applier =
+            Applier::new(client, evictions, events, health.clone(), metrics.clone(), dry_run);
+        let interval = options.config.interval.max(Duration::from_secs(1));
+        let rounds = Rounds {
+            descheduler: Descheduler::new(options.config),
+            stores: Stores::new(options.scope.namespace.clone()),
+            applier,
+            metrics,
+            health,
+            interval,
+        };
+        let lost = async move {
+            match leadership {
+                Some(mut l) => l.lost().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            e = lost => Err(e),
+            () = rounds.run(rx) => Ok(()),
+        }
+    }
+}
+
+/// The loop's state.
+struct Rounds {
+    descheduler: Descheduler,
+    stores: Stores,
+    applier: Applier,
+    metrics: Arc<DeschedulerMetrics>,
+    health: Arc<Health>,
+    interval: Duration,
+}
+
+impl Rounds {
+    async fn run(mut self, mut updates: UnboundedReceiver<Update>) {
+        let mut next_balance = Instant::now();
+        let mut next_migrate = Instant::now() + MIGRATE_INTERVAL;
+        loop {
+            let wake = next_migrate.min(next_balance);
+            tokio::select! {
+                update = updates.recv() => match update {
+                    Some(update) => self.note(update, &mut next_migrate),
+                    None => return, // every watcher is gone
+                },
+                () = sleep_until(wake) => {}
+            }
+            while let Ok(update) = updates.try_recv() {
+                self.note(update, &mut next_migrate);
+            }
+            if !self.stores.synced() {
+                continue; // never decide on a partial view of the cluster
+            }
+            if !self.health.is_ready() {
+                tracing::info!("caches synced; descheduling");
+                self.health.set_ready(true);
+            }
+            if Instant::now() >= next_balance {
+                self.balance().await;
+                next_balance = Instant::now() + self.interval;
+            }
+            if Instant::now() >= next_migrate {
+                self.migrate().await;
+                next_migrate = Instant::now() + MIGRATE_INTERVAL;
+            }
+            self.metrics.set_migrations(&self.stores.jobs_by_phase());
+            self.metrics.reservation_crd.set(i64::from(self.stores.reservation_crd()));
+        }
+    }
+
+    /// Applies a watcher's change; a pod, job or reservation brings the
+    /// next migration pass forward.
+    fn note(&mut self, update: Update, next_migrate: &mut Instant) {
+        if self.stores.apply(update) == Touched::Migration {
+            *next_migrate = (*next_migrate).min(Instant::now() + MIGRATE_DEBOUNCE);
+        }
+    }
+
+    /// One Balance round and its actions.
+    async fn balance(&mut self) {
+        let cluster = self.stores.cluster();
+        let started = std::time::Instant::now();
+        let round = self.descheduler.balance(&cluster, Timestamp::now());
+        self.metrics.balance_round(started.elapsed(), &round.pools);
+        for pool in &round.pools {
+            tracing::debug!(pool = %pool.pool, evicted = pool.evicted().count(), stopped = %pool.stopped, "balance round");
+        }
+        for action in round.actions {
+            if let Some(report) = self.applier.apply(action, &mut self.stores).await {
+                self.report_eviction(report);
+            }
+        }
+    }
+
+    /// One migration pass and its actions.
+    async fn migrate(&mut self) {
+        let cluster = self.stores.cluster();
+        let actions = self.descheduler.migrate(&cluster, Timestamp::now());
+        for action in actions {
+            if let Some(report) = self.applier.apply(action, &mut self.stores).await {
+                self.report_eviction(report);
+            }
+        }
+    }
+
+    /// Tells the migration controller how an eviction ended (a
+    /// PodDisruptionBudget's refusal is an expected answer, recorded on
+    /// the job by the controller's next pass).
+    fn report_eviction(&mut self, report: EvictionReport) {
+        eviction_result(&mut self.descheduler, report, Timestamp::now());
+    }
+}
+
+/// Hands an eviction's outcome to the descheduler's migration controller.
+///
+/// (Adapter: the controller's `eviction_result` is being written; until it
+/// lands the outcome is only logged, counted and recorded as an Event on
+/// the pod by the applier.)
+fn eviction_result(descheduler: &mut Descheduler, report: EvictionReport, now: Timestamp) {
+    let _ = (descheduler, now);
+    tracing::debug!(job = ?report.job, pod = %report.pod, outcome = ?report.outcome, "eviction outcome");
+}
