@@ -8,6 +8,7 @@ mod agent_cluster;
 mod bench;
 mod cluster;
 mod crds;
+mod descheduler_run;
 mod inspect;
 mod logging;
 mod manager;
@@ -120,6 +121,13 @@ enum Command {
     /// them, record Events; leader-elected. Serves /healthz, /readyz and
     /// /metrics.
     Scheduler(Box<scheduler_run::Args>),
+    /// Run kolo's descheduler against the cluster: watch nodes, pods,
+    /// NodeMetrics, PodMigrationJobs and Reservations; move pods off nodes
+    /// whose usage is over LowNodeLoad's high thresholds through
+    /// PodMigrationJobs (evictions through the Eviction API, so
+    /// PodDisruptionBudgets hold); record Events; leader-elected. Serves
+    /// /healthz, /readyz and /metrics.
+    Descheduler(Box<descheduler_run::Args>),
     /// Run kolo's CRI runtime proxy: between the kubelet and the container
     /// runtime, it calls the node agent's hooks so a container starts with
     /// kolo's cpuset and limits already in place.
@@ -191,6 +199,9 @@ fn main() -> ExitCode {
         }
         Command::Scheduler(args) => {
             scheduler_run::run(*args).map_err(|e| CliError::Command(e.into()))
+        }
+        Command::Descheduler(args) => {
+            descheduler_run::run(*args).map_err(|e| CliError::Command(e.into()))
         }
         Command::Manager { command } => manager::run(command).map_err(CliError::Command),
         Command::RuntimeProxy(args) => {

@@ -59,7 +59,7 @@ fn container_args(file: &str) -> Vec<Vec<String>> {
 
 #[test]
 fn component_arguments_parse() {
-    for file in ["scheduler.yaml", "manager.yaml", "agent.yaml"] {
+    for file in ["scheduler.yaml", "manager.yaml", "agent.yaml", "descheduler.yaml"] {
         for args in container_args(file) {
             // Parsing succeeds when clap gets as far as --help; an unknown
             // or malformed argument fails before.
@@ -83,6 +83,9 @@ fn kustomization_applies_with_server_dry_run() {
     for object in [
         "deployment.apps/kolo-scheduler",
         "deployment.apps/kolo-manager",
+        "deployment.apps/kolo-descheduler",
+        "configmap/kolo-descheduler-config",
+        "clusterrole.rbac.authorization.k8s.io/kolo-descheduler",
         "daemonset.apps/kolo-agent",
     ] {
         assert!(text.contains(object), "{object} missing:\n{text}");

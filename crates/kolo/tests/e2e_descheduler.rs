@@ -1,0 +1,481 @@
+//! End-to-end: the descheduler's act side against a real kube-apiserver
+//! (v1.20), as its service account with the roles of
+//! `deploy/rbac-descheduler.yaml` (so a permission those lack fails here):
+//!
+//! * each kind of action is carried out as the API server sees it: a
+//!   PodMigrationJob created with its status, its status and spec
+//!   rewritten, deleted; a Reservation created and deleted; a pod evicted
+//!   through the Eviction API (policy/v1beta1 on 1.20), a
+//!   PodDisruptionBudget's refusal (429) reported as a refusal with the pod
+//!   left alone, a replaced pod (UID precondition) never evicted; Events on
+//!   the pod and on the job; in a dry run nothing but Events;
+//! * `kolo descheduler` takes its Lease, becomes ready, serves its metrics
+//!   and stops cleanly on SIGTERM.
+//!
+//! These tests start an API-only cluster of their own (`scripts/cluster
+//! start --api-only`) with RBAC on, shared by the tests of this file that
+//! run at the same time and stopped when the last one ends; they skip,
+//! loudly, only when the Kubernetes binaries are not built.
+
+mod common;
+mod e2e_common;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use common::{kolo, kubectl, run, try_run, workspace_root};
+use e2e_common::{
+    TestObjects, component_args, create, create_node, events, free_port, get_json, wait_for,
+};
+use kolo_api::crd::{PodMigrationJob, PodMigrationJobSpec, PodMigrationJobStatus, Reservation};
+use kolo_core::PodRef;
+use kolo_kube::descheduler::apply::Applier;
+use kolo_kube::descheduler::events::Events;
+use kolo_kube::descheduler::evict::EvictionOutcome;
+use kolo_kube::descheduler::metrics::DeschedulerMetrics;
+use kolo_kube::descheduler::stores::Stores;
+use kolo_kube::descheduler::{Action, Event, ObjectKey, eviction_client};
+use kolo_kube::health::Health;
+use serde_json::json;
+
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A private API-only test cluster, stopped when dropped.
+struct Cluster {
+    tool: PathBuf,
+    dir: tempfile::TempDir,
+}
+
+impl Cluster {
+    /// The admin's kubeconfig (the tests' kubectl).
+    fn kubeconfig(&self) -> PathBuf {
+        self.dir.path().join("cluster/kubeconfig")
+    }
+
+    /// The kubeconfig of service account `kolo-system/<account>`: the
+    /// admin's, impersonating it.
+    fn kubeconfig_as(&self, account: &str) -> PathBuf {
+        let path = self.dir.path().join(format!("cluster/kubeconfig-{account}"));
+        let admin = std::fs::read_to_string(self.kubeconfig()).unwrap();
+        let user = format!("user: {{as: \"system:serviceaccount:kolo-system:{account}\", ");
+        let text = admin.replace("user: {", &user);
+        assert_ne!(text, admin, "unexpected kubeconfig format:\n{admin}");
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let dir = self.dir.path().join("cluster");
+        let _ = try_run(Command::new(&self.tool).arg("stop").arg(dir), None);
+    }
+}
+
+/// The cluster the tests running now share (started by the first).
+static SHARED: Mutex<Weak<Cluster>> = Mutex::new(Weak::new());
+
+/// This file's cluster (started if no other test of the file holds it),
+/// with kolo's CRDs and the descheduler's roles installed; `None` after
+/// saying loudly that `test` is skipped when the Kubernetes binaries are
+/// missing.
+fn cluster(test: &str) -> Option<Arc<Cluster>> {
+    let cache = std::env::var_os("KOLO_CLUSTER_CACHE")
+        .map_or_else(|| PathBuf::from("/var/cache/kolo-cluster"), PathBuf::from);
+    if !cache.join("bin/kube-apiserver").exists() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "\n*** SKIPPED e2e_descheduler {test} test: the Kubernetes binaries are not built \
+             in {} (run scripts/cluster build, or scripts/test). ***",
+            cache.display()
+        );
+        return None;
+    }
+    let mut shared = SHARED.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(cluster) = shared.upgrade() {
+        return Some(cluster);
+    }
+    let tool = workspace_root().join("scripts/cluster");
+    let dir = tempfile::tempdir().unwrap();
+    let cluster_dir = dir.path().join("cluster");
+    // Owned before it starts, so a failed start is stopped too.
+    let cluster = Arc::new(Cluster { tool: tool.clone(), dir });
+    run(
+        Command::new(&tool)
+            .args(["start", "--api-only"])
+            .arg(&cluster_dir)
+            .env("KOLO_CLUSTER_RBAC", "1"),
+        None,
+    );
+    let config = cluster.kubeconfig();
+    e2e_common::install_crds(&config);
+    let deploy = workspace_root().join("deploy");
+    for file in ["namespace.yaml", "rbac-descheduler.yaml", "rbac-scheduler.yaml"] {
+        run(kubectl(&config).arg("apply").arg("-f").arg(deploy.join(file)), None);
+    }
+    run(
+        kubectl(&config).args([
+            "wait",
+            "--for=condition=Established",
+            "--timeout=60s",
+            "crd/podmigrationjobs.scheduling.koordinator.sh",
+            "crd/reservations.scheduling.koordinator.sh",
+        ]),
+        None,
+    );
+    *shared = Arc::downgrade(&cluster);
+    Some(cluster)
+}
+
+/// A test's namespace (`id`) and its cleanup (its nodes, NodeMetrics,
+/// Reservations and jobs are labelled `kolo-test=<id>`).
+fn namespace<'a>(config: &'a Path, id: &str) -> TestObjects<'a> {
+    run(kubectl(config).args(["create", "namespace", id]), None);
+    TestObjects {
+        config,
+        id: id.into(),
+        labelled: "nodes,nodemetrics,reservations,podmigrationjobs",
+        namespaced: "poddisruptionbudgets,events",
+    }
+}
+
+/// A Running pod on `node` (its status written as a kubelet would),
+/// labelled `app=<app>`; returns its UID.
+fn bound_pod(config: &Path, id: &str, name: &str, node: &str, app: &str) -> String {
+    let object = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": id, "labels": {"kolo-test": id, "app": app}},
+        "spec": {
+            "nodeName": node,
+            "containers": [{"name": "c", "image": "registry.invalid/pause",
+                            "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}],
+        },
+    });
+    create(config, &object);
+    // Running (a Pending pod's eviction skips its budgets).
+    let status = json!({"status": {"phase": "Running", "conditions": [
+        {"type": "Ready", "status": "True", "lastProbeTime": null, "lastTransitionTime": null},
+    ]}});
+    e2e_common::patch(config, &["pod", name, "-n", id, "--subresource=status"], &status);
+    let pod = get_json(config, &["pod", name, "-n", id]).unwrap();
+    pod["metadata"]["uid"].as_str().unwrap().to_string()
+}
+
+/// A PodDisruptionBudget (policy/v1beta1: Kubernetes 1.20) that lets no
+/// pod labelled `app=<app>` go.
+fn forbidding_budget(config: &Path, id: &str, app: &str) {
+    create(
+        config,
+        &json!({
+            "apiVersion": "policy/v1beta1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": app, "namespace": id},
+            "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": app}}},
+        }),
+    );
+}
+
+/// Whether the pod is going: gone, or terminating (no kubelet finishes it).
+fn going(config: &Path, id: &str, name: &str) -> bool {
+    get_json(config, &["pod", name, "-n", id])
+        .is_none_or(|p| p["metadata"]["deletionTimestamp"].is_string())
+}
+
+/// A PodMigrationJob for `pod`, EvictDirectly, status Pending.
+fn job(id: &str, name: &str, pod: &PodRef) -> PodMigrationJob {
+    serde_json::from_value(json!({
+        "apiVersion": "scheduling.koordinator.sh/v1alpha1", "kind": "PodMigrationJob",
+        "metadata": {"name": name, "labels": {"kolo-test": id}},
+        "spec": {
+            "mode": "EvictDirectly", "ttl": "5m",
+            "podRef": {"namespace": pod.namespace, "name": pod.name, "uid": pod.uid},
+        },
+        "status": {"phase": "Pending"},
+    }))
+    .unwrap()
+}
+
+fn status(phase: &str, reason: &str) -> Box<PodMigrationJobStatus> {
+    Box::new(PodMigrationJobStatus {
+        phase: Some(phase.into()),
+        reason: Some(reason.into()),
+        ..PodMigrationJobStatus::default()
+    })
+}
+
+/// A Reservation of one core for `pod` on this test's nodes.
+fn reservation(id: &str, name: &str, pod: &PodRef) -> Reservation {
+    serde_json::from_value(json!({
+        "apiVersion": "scheduling.koordinator.sh/v1alpha1", "kind": "Reservation",
+        "metadata": {"name": name, "labels": {"kolo-test": id}},
+        "spec": {
+            "template": {
+                "metadata": {"namespace": id},
+                "spec": {"containers": [{"name": "c", "image": "registry.invalid/pause",
+                                         "resources": {"requests": {"cpu": "1"}}}]},
+            },
+            "owners": [{"object": {"kind": "Pod", "namespace": id, "name": pod.name}}],
+            "allocateOnce": true,
+            "ttl": "5m",
+        },
+    }))
+    .unwrap()
+}
+
+/// An applier and its stores as the descheduler's service account.
+async fn applier(cluster: &Cluster, id: &str, dry_run: bool) -> (Applier, Stores, Arc<Health>) {
+    let account = cluster.kubeconfig_as("kolo-descheduler");
+    let client = kolo_kube::client::connect(Some(&account)).await.unwrap();
+    let evictions = eviction_client(Some(&account)).await.unwrap();
+    let health = Health::new("descheduler");
+    let metrics = DeschedulerMetrics::new(&health);
+    let events = Events::new(client.clone(), "kolo-descheduler", id, health.clone());
+    let applier = Applier::new(client, evictions, events, health.clone(), metrics, dry_run);
+    (applier, Stores::new(Some(id.into())), health)
+}
+
+fn event(kind: &'static str, namespace: &str, name: &str, reason: &str) -> Action {
+    Action::Event(Event {
+        regarding: ObjectKey {
+            kind,
+            namespace: namespace.into(),
+            name: name.into(),
+            uid: String::new(),
+        },
+        warning: false,
+        reason: reason.into(),
+        message: format!("e2e {reason}"),
+    })
+}
+
+/// The Events about `name` in `namespace` as (reason, message).
+fn events_of(config: &Path, namespace: &str, name: &str) -> Vec<(String, String)> {
+    events(config, namespace)
+        .into_iter()
+        .filter(|(object, _, _)| object == name)
+        .map(|(_, reason, message)| (reason, message))
+        .collect()
+}
+
+#[test]
+fn actions_are_carried_out_as_the_api_server_sees_them() {
+    let Some(cluster) = cluster("actions") else { return };
+    let config = cluster.kubeconfig();
+    let id = e2e_common::run_id("actions");
+    let _cleanup = namespace(&config, &id);
+    let node = format!("{id}-a");
+    create_node(&config, &node, &id, "8", "32Gi");
+    let free = PodRef::new(&id, "free", &bound_pod(&config, &id, "free", &node, "free"));
+    let guarded =
+        PodRef::new(&id, "guarded", &bound_pod(&config, &id, "guarded", &node, "guarded"));
+    bound_pod(&config, &id, "replaced", &node, "replaced");
+    forbidding_budget(&config, &id, "guarded");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (applier, mut stores, health) = runtime.block_on(applier(&cluster, &id, false));
+    let apply =
+        |action: Action, stores: &mut Stores| runtime.block_on(applier.apply(action, stores));
+    let job_name = format!("{id}-job");
+
+    // A job is created with its status (written through the status
+    // subresource), and is in the driver's store at once.
+    assert_eq!(apply(Action::CreateJob(Box::new(job(&id, &job_name, &free))), &mut stores), None);
+    let stored = stores.job_named(&job_name).expect("the created job in the store").clone();
+    assert!(stored.metadata.resource_version.is_some());
+    let object = get_json(&config, &["podmigrationjob", &job_name]).expect("the job");
+    assert_eq!(object["status"]["phase"], "Pending", "{object}");
+    assert_eq!(object["spec"]["podRef"]["uid"], free.uid.as_str(), "{object}");
+
+    // Its status and spec are rewritten over the version last seen.
+    apply(
+        Action::SetJobStatus { job: job_name.clone(), status: status("Running", "Evicting") },
+        &mut stores,
+    );
+    let mut spec: PodMigrationJobSpec = stored.spec.clone();
+    spec.paused = Some(true);
+    apply(Action::SetJobSpec { job: job_name.clone(), spec: Box::new(spec) }, &mut stores);
+    let object = get_json(&config, &["podmigrationjob", &job_name]).unwrap();
+    assert_eq!(object["status"]["phase"], "Running", "{object}");
+    assert_eq!(object["status"]["reason"], "Evicting", "{object}");
+    assert_eq!(object["spec"]["paused"], true, "{object}");
+
+    // Evictions: the free pod goes; the budget refuses the guarded one
+    // (429, reported as a refusal); a replaced pod (another UID) is not
+    // evicted.
+    let evict = |pod: &PodRef| Action::Evict {
+        pod: pod.clone(),
+        job: Some(job_name.clone()),
+        reason: "e2e".into(),
+    };
+    let report = apply(evict(&free), &mut stores).expect("an eviction report");
+    assert_eq!(report.outcome, EvictionOutcome::Evicted);
+    assert_eq!(report.job.as_deref(), Some(job_name.as_str()));
+    assert!(going(&config, &id, "free"));
+    let report = apply(evict(&guarded), &mut stores).unwrap();
+    match &report.outcome {
+        EvictionOutcome::Refused(m) => assert!(m.contains("disruption budget"), "{m}"),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    assert!(!going(&config, &id, "guarded"), "the guarded pod stays");
+    let impostor = PodRef::new(&id, "replaced", "the-uid-of-an-earlier-pod");
+    let report = apply(evict(&impostor), &mut stores).unwrap();
+    assert!(matches!(report.outcome, EvictionOutcome::Failed(_)), "{report:?}");
+    assert!(!going(&config, &id, "replaced"), "a pod of another UID stays");
+    let metrics = health.encode();
+    for line in [
+        r#"kolo_descheduler_evictions_total{result="evicted"} 1"#,
+        r#"kolo_descheduler_evictions_total{result="refused"} 1"#,
+        r#"kolo_descheduler_evictions_total{result="error"} 1"#,
+    ] {
+        assert!(metrics.contains(line), "{line} in\n{metrics}");
+    }
+    // The evictions' Events are on the pods.
+    wait_for("the FailedEvict Event on the guarded pod", TIMEOUT, || {
+        events_of(&config, &id, "guarded").into_iter().find(|(r, _)| r == "FailedEvict")
+    });
+    wait_for("the Descheduled Event on the free pod", TIMEOUT, || {
+        events_of(&config, &id, "free").into_iter().find(|(r, _)| r == "Descheduled")
+    });
+
+    // A Reservation is created and deleted.
+    let resv = format!("{id}-r");
+    apply(Action::CreateReservation(Box::new(reservation(&id, &resv, &guarded))), &mut stores);
+    assert!(get_json(&config, &["reservation", &resv]).is_some(), "the Reservation created");
+    apply(Action::DeleteReservation { name: resv.clone() }, &mut stores);
+    assert!(get_json(&config, &["reservation", &resv]).is_none(), "the Reservation deleted");
+
+    // Events on the job (cluster-scoped: in `kube-system`) and on a pod.
+    apply(event("PodMigrationJob", "", &job_name, "E2eJobEvent"), &mut stores);
+    apply(event("Pod", &id, "guarded", "E2ePodEvent"), &mut stores);
+    wait_for("the job's Event", TIMEOUT, || {
+        events_of(&config, "kube-system", &job_name).into_iter().find(|(r, _)| r == "E2eJobEvent")
+    });
+    wait_for("the pod's Event", TIMEOUT, || {
+        events_of(&config, &id, "guarded").into_iter().find(|(r, _)| r == "E2ePodEvent")
+    });
+
+    // The job is deleted, and leaves the store.
+    apply(Action::DeleteJob { job: job_name.clone() }, &mut stores);
+    assert!(get_json(&config, &["podmigrationjob", &job_name]).is_none());
+    assert!(stores.job_named(&job_name).is_none());
+    let written = health.encode();
+    for action in [
+        "create_job",
+        "update_job_status",
+        "update_job",
+        "delete_job",
+        "create_reservation",
+        "delete_reservation",
+    ] {
+        let line = format!(r#"kolo_descheduler_actions_total{{action="{action}",result="ok"}} 1"#);
+        assert!(written.contains(&line), "{line} in\n{written}");
+    }
+}
+
+#[test]
+fn a_dry_run_writes_nothing_but_events() {
+    let Some(cluster) = cluster("dry_run") else { return };
+    let config = cluster.kubeconfig();
+    let id = e2e_common::run_id("dry");
+    let _cleanup = namespace(&config, &id);
+    let node = format!("{id}-a");
+    create_node(&config, &node, &id, "8", "32Gi");
+    let pod = PodRef::new(&id, "web", &bound_pod(&config, &id, "web", &node, "web"));
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (applier, mut stores, health) = runtime.block_on(applier(&cluster, &id, true));
+    let job_name = format!("{id}-job");
+    let actions = vec![
+        Action::CreateJob(Box::new(job(&id, &job_name, &pod))),
+        Action::CreateReservation(Box::new(reservation(&id, &format!("{id}-r"), &pod))),
+        Action::Evict { pod: pod.clone(), job: None, reason: "e2e".into() },
+        event("Pod", &id, "web", "WouldMigrate"),
+    ];
+    for action in actions {
+        assert_eq!(runtime.block_on(applier.apply(action, &mut stores)), None);
+    }
+    wait_for("the dry run's Event", TIMEOUT, || {
+        events_of(&config, &id, "web").into_iter().find(|(r, _)| r == "WouldMigrate")
+    });
+    assert!(get_json(&config, &["podmigrationjob", &job_name]).is_none(), "no job written");
+    assert!(get_json(&config, &["reservation", &format!("{id}-r")]).is_none(), "no Reservation");
+    assert!(!going(&config, &id, "web"), "the pod was not evicted");
+    let metrics = health.encode();
+    for action in ["create_job", "create_reservation", "evict"] {
+        let line =
+            format!(r#"kolo_descheduler_actions_total{{action="{action}",result="dry_run"}} 1"#);
+        assert!(metrics.contains(&line), "{line} in\n{metrics}");
+    }
+}
+
+/// Prints the daemon's log when the test fails.
+struct ShowLog(PathBuf);
+
+impl Drop for ShowLog {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let text = std::fs::read_to_string(&self.0).unwrap_or_default();
+            eprintln!("---- log of kolo descheduler ----\n{text}");
+        }
+    }
+}
+
+fn http_get(port: u16, path: &str) -> Option<String> {
+    use std::io::Read;
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    write!(stream, "GET {path} HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\n\r\n").ok()?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).ok()?;
+    Some(answer)
+}
+
+#[test]
+fn kolo_descheduler_leads_serves_its_metrics_and_stops_on_sigterm() {
+    let Some(cluster) = cluster("daemon") else { return };
+    let config = cluster.kubeconfig();
+    let id = e2e_common::run_id("daemon");
+    let _cleanup = namespace(&config, &id);
+    let account = cluster.kubeconfig_as("kolo-descheduler");
+    let port = free_port();
+    let mut args = vec!["descheduler".to_string()];
+    let listen = format!("127.0.0.1:{port}");
+    args.extend(
+        component_args(&account)
+            .into_iter()
+            .map(|a| if a == "127.0.0.1:0" { listen.clone() } else { a }),
+    );
+    args.extend(["--namespace".into(), id.clone()]);
+    args.extend(["--node-selector".into(), format!("kolo-test={id}")]);
+    args.extend(["--leader-elect-namespace".into(), "kolo-system".into()]);
+    args.extend(["--leader-elect-identity".into(), id.clone()]);
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let mut child = kolo()
+        .args(&args)
+        .env("RUST_LOG", "info,kolo_kube=debug")
+        .stdout(log.reopen().unwrap())
+        .stderr(log.reopen().unwrap())
+        .spawn()
+        .unwrap();
+    let log_text = || std::fs::read_to_string(log.path()).unwrap_or_default();
+    let _show = ShowLog(log.path().to_path_buf());
+    wait_for("/readyz 200", TIMEOUT, || {
+        http_get(port, "/readyz").filter(|a| a.starts_with("HTTP/1.1 200"))
+    });
+    let lease = get_json(&config, &["lease", "kolo-descheduler", "-n", "kolo-system"])
+        .unwrap_or_else(|| panic!("the Lease\n{}", log_text()));
+    assert_eq!(lease["spec"]["holderIdentity"], id.as_str(), "{lease}");
+    let metrics = wait_for("a Balance round in /metrics", TIMEOUT, || {
+        http_get(port, "/metrics").filter(|m| {
+            m.lines().any(|l| {
+                l.starts_with("kolo_descheduler_balance_rounds_total ") && !l.ends_with(" 0")
+            })
+        })
+    });
+    for line in ["kolo_descheduler_leader 1", "kolo_descheduler_reservation_crd_installed 1"] {
+        assert!(metrics.contains(line), "{line} in\n{metrics}");
+    }
+    run(Command::new("kill").args(["-TERM", &child.id().to_string()]), None);
+    let status = wait_for("the descheduler to exit", TIMEOUT, || child.try_wait().unwrap());
+    assert!(status.success(), "{status}\n{}", log_text());
+    assert!(log_text().contains("SIGTERM"), "{}", log_text());
+}
