@@ -14,23 +14,9 @@ use std::time::Duration;
 use kolo_core::clock::Timestamp;
 
 use crate::cluster::Cluster;
+use crate::config::{ConfigError, DeschedulerConfig};
 use crate::low_node_load::PoolReport;
 use crate::plan::Action;
-
-/// The descheduler's configuration (`DeschedulerConfiguration`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct DeschedulerConfig {
-    /// `deschedulingInterval`: how often Balance runs.
-    pub interval: Duration,
-    /// `dryRun`: decide and record Events, write nothing else.
-    pub dry_run: bool,
-}
-
-impl Default for DeschedulerConfig {
-    fn default() -> DeschedulerConfig {
-        DeschedulerConfig { interval: Duration::from_secs(10), dry_run: false }
-    }
-}
 
 /// What one Balance round decided.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -45,12 +31,26 @@ pub struct Round {
 #[derive(Debug, Clone)]
 pub struct Descheduler {
     config: DeschedulerConfig,
+    interval: Duration,
 }
 
 impl Descheduler {
     /// A descheduler with `config` that has seen nothing yet.
-    pub fn new(config: DeschedulerConfig) -> Descheduler {
-        Descheduler { config }
+    /// Fails when a plugin refuses its args (the error names the profile,
+    /// plugin and field).
+    pub fn new(config: DeschedulerConfig) -> Result<Descheduler, ConfigError> {
+        let interval = config.interval()?;
+        Ok(Descheduler { config, interval })
+    }
+
+    /// How often [`balance`](Self::balance) should run.
+    pub fn interval(&self) -> Duration {
+        self.interval
+    }
+
+    /// Whether this is a dry run (Events only).
+    pub fn is_dry_run(&self) -> bool {
+        self.config.is_dry_run()
     }
 
     /// The configuration.

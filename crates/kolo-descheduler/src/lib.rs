@@ -8,6 +8,8 @@
 //!
 //! * [`cluster`]: the state a round reads (nodes, pods, usage reports,
 //!   PodMigrationJobs, Reservations, workloads);
+//! * [`config`]: the `DeschedulerConfiguration` file (profiles, plugins,
+//!   args under Koordinator's JSON names);
 //! * [`evictor`]: the narrow interface a Balance plugin evicts through;
 //! * [`pod_sort`]: the multi-key pod order shared by LowNodeLoad and the
 //!   migration arbitration (spec §9.3);
@@ -21,6 +23,7 @@
 //! Nothing here does I/O or reads a clock.
 
 pub mod cluster;
+pub mod config;
 pub mod descheduler;
 pub mod evictor;
 pub mod evictor_filter;

@@ -14,6 +14,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kolo_api::crd::{ElasticQuota, NodeMetric, PodGroup, Reservation};
 use kolo_core::clock::Timestamp;
 use kolo_scheduler::config::SchedulerConfig;
@@ -50,6 +51,8 @@ pub enum Update {
     PodGroup(Box<Change<PodGroup>>),
     /// A Reservation changed.
     Reservation(Box<Change<Reservation>>),
+    /// A PodDisruptionBudget changed (read as `policy/v1`).
+    Budget(Box<Change<PodDisruptionBudget>>),
     /// Writing this Reservation's status failed: the next change retries.
     ReservationWriteFailed(String),
     /// The CRD of this kind is not installed: schedule as if there were
@@ -64,8 +67,15 @@ pub enum Update {
 
 /// The kinds whose first list the scheduler waits for before it decides
 /// anything (a CRD that is not installed counts as listed, empty).
-const SYNCED_KINDS: [&str; 6] =
-    ["nodes", "pods", "nodemetrics", "elasticquotas", "podgroups", "reservations"];
+const SYNCED_KINDS: [&str; 7] = [
+    "nodes",
+    "pods",
+    "nodemetrics",
+    "elasticquotas",
+    "podgroups",
+    "reservations",
+    "poddisruptionbudgets",
+];
 
 /// The index in [`SYNCED_KINDS`] of a scheduling object's kind.
 fn synced_index(kind: ObjectKind) -> usize {
@@ -73,6 +83,7 @@ fn synced_index(kind: ObjectKind) -> usize {
         ObjectKind::ElasticQuota => 3,
         ObjectKind::PodGroup => 4,
         ObjectKind::Reservation => 5,
+        ObjectKind::PodDisruptionBudget => 6,
     }
 }
 
@@ -253,6 +264,11 @@ impl SchedulingThread {
                 self.object(*change, ObjectKind::PodGroup, SchedulingObject::PodGroup)
             }
             Update::Reservation(change) => self.reservation(*change),
+            Update::Budget(change) => self.object(
+                *change,
+                ObjectKind::PodDisruptionBudget,
+                SchedulingObject::PodDisruptionBudget,
+            ),
             Update::ReservationWriteFailed(name) => self.reservations.write_failed(&name),
             Update::CrdMissing(kind) => self.synced(synced_index(kind)),
             Update::Wake => {}
