@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 
 use kolo_kube::component::{self, ComponentError};
 use kolo_kube::descheduler::{
-    DeschedulerConfig, DeschedulerDriver, DeschedulerOptions, WatchScope, eviction_client,
+    ConfigError, Descheduler, DeschedulerConfig, DeschedulerDriver, DeschedulerOptions, WatchScope,
+    eviction_client,
 };
 
 use crate::cluster::ComponentArgs;
@@ -50,66 +51,55 @@ pub enum DeschedulerRunError {
         /// The I/O error.
         source: std::io::Error,
     },
-    /// The configuration was refused (the message names the field).
-    #[error("descheduler configuration {path}: {message}")]
+    /// The configuration was refused (the error names the field).
+    #[error("{path}: {source}")]
     Config {
-        /// The file.
+        /// The file, or `--dry-run` / defaults.
         path: String,
         /// What is wrong.
-        message: String,
+        source: ConfigError,
     },
     /// The descheduler stopped.
     #[error(transparent)]
     Component(#[from] ComponentError),
 }
 
-/// The configuration in `path` (kolo's defaults without one); `dry_run`
-/// forces a dry run.
-pub fn load_config(
-    path: Option<&Path>,
-    dry_run: bool,
-) -> Result<DeschedulerConfig, DeschedulerRunError> {
+/// The descheduler of the configuration in `path` (kolo's defaults
+/// without one: no Balance plugin enabled); `dry_run` forces a dry run.
+pub fn load(path: Option<&Path>, dry_run: bool) -> Result<Descheduler, DeschedulerRunError> {
+    let name = path.map_or_else(|| "default configuration".into(), |p| p.display().to_string());
     let mut config = match path {
         Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|source| {
-                DeschedulerRunError::ConfigFile { path: path.display().to_string(), source }
-            })?;
-            parse_config(&text).map_err(|message| DeschedulerRunError::Config {
-                path: path.display().to_string(),
-                message,
-            })?
+            let text = std::fs::read_to_string(path)
+                .map_err(|source| DeschedulerRunError::ConfigFile { path: name.clone(), source })?;
+            DeschedulerConfig::from_yaml(&text)
+                .map_err(|source| DeschedulerRunError::Config { path: name.clone(), source })?
         }
         None => DeschedulerConfig::default(),
     };
-    config.dry_run |= dry_run;
-    Ok(config)
-}
-
-/// Reads a DeschedulerConfiguration. (The reader lands in kolo-descheduler
-/// as `DeschedulerConfig::from_yaml`; until then the file's contents are
-/// not read and kolo's defaults apply.)
-fn parse_config(text: &str) -> Result<DeschedulerConfig, String> {
-    let _ = text;
-    tracing::warn!("DeschedulerConfiguration reading not available yet: using kolo's defaults");
-    Ok(DeschedulerConfig::default())
+    if dry_run {
+        config.dry_run = Some(true);
+    }
+    Descheduler::new(config).map_err(|source| DeschedulerRunError::Config { path: name, source })
 }
 
 /// Runs the descheduler until SIGTERM, or until leadership is lost.
 pub fn run(args: Args) -> Result<(), DeschedulerRunError> {
     let ComponentArgs { cluster, leader } = args.component;
     let settings = cluster.settings("descheduler");
-    let config = load_config(args.config.as_deref(), args.dry_run)?;
+    let descheduler = load(args.config.as_deref(), args.dry_run)?;
     let election = leader.election();
     let identity = election.lease(LEASE).identity;
     let options = DeschedulerOptions {
-        config,
         scope: WatchScope { namespace: args.namespace, node_selector: args.node_selector },
         identity,
     };
     let kubeconfig = settings.kubeconfig.clone();
     component::run(&settings, Some((&election, LEASE)), |client, health, leadership| async move {
         let evictions = eviction_client(kubeconfig.as_deref()).await?;
-        DeschedulerDriver::new(client, evictions, options, health).run(leadership).await
+        DeschedulerDriver::new(descheduler, client, evictions, options, health)
+            .run(leadership)
+            .await
     })?;
     Ok(())
 }
@@ -119,10 +109,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn dry_run_flag_forces_a_dry_run_and_a_missing_file_is_named() {
-        assert!(load_config(None, true).unwrap().dry_run);
-        assert!(!load_config(None, false).unwrap().dry_run);
-        let e = load_config(Some(Path::new("/nonexistent/policy.yaml")), false).unwrap_err();
+    fn the_dry_run_flag_wins_and_a_bad_file_is_named() {
+        assert!(load(None, true).unwrap().is_dry_run());
+        assert!(!load(None, false).unwrap().is_dry_run());
+        let e = load(Some(Path::new("/nonexistent/policy.yaml")), false).unwrap_err();
         assert!(e.to_string().contains("/nonexistent/policy.yaml"), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("policy.yaml");
+        std::fs::write(
+            &file,
+            "deschedulingInterval: 0.5s
+dryRun: false
+",
+        )
+        .unwrap();
+        let e = load(Some(&file), false).unwrap_err().to_string();
+        assert!(e.contains("policy.yaml") && e.contains("deschedulingInterval"), "{e}");
+        std::fs::write(
+            &file,
+            "deschedulingInterval: 90s
+dryRun: false
+",
+        )
+        .unwrap();
+        let descheduler = load(Some(&file), true).unwrap();
+        assert_eq!(descheduler.interval(), std::time::Duration::from_secs(90));
+        assert!(descheduler.is_dry_run(), "--dry-run overrides dryRun: false");
     }
 }

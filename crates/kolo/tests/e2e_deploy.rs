@@ -1,5 +1,6 @@
 //! The manifests in `deploy/`: the CRDs are exactly `kolo crds`, the
-//! default `slo-controller-config` is accepted key by key, the component
+//! default `slo-controller-config` is accepted key by key, the default
+//! DeschedulerConfiguration is accepted, the component
 //! arguments are ones `kolo` accepts, and (against a real kube-apiserver)
 //! the whole kustomization applies cleanly with `--dry-run=server`.
 
@@ -35,6 +36,22 @@ fn default_slo_controller_config_is_accepted() {
     store.update(Some(&data));
     assert!(store.status().errors.is_empty(), "{:?}", store.status().errors);
     assert!(store.config().colocation.as_ref().unwrap().cluster.is_enabled());
+}
+
+#[test]
+fn default_descheduler_configuration_is_accepted() {
+    let text = std::fs::read_to_string(deploy().join("descheduler.yaml")).unwrap();
+    let objects: Vec<serde_json::Value> = serde_saphyr::from_str_multiple(&text).unwrap();
+    let file = objects
+        .iter()
+        .find(|o| o["kind"] == "ConfigMap")
+        .and_then(|cm| cm["data"]["descheduler.yaml"].as_str())
+        .expect("the ConfigMap's descheduler.yaml");
+    let config = kolo_kube::descheduler::DeschedulerConfig::from_yaml(file).unwrap();
+    let descheduler = kolo_kube::descheduler::Descheduler::new(config).unwrap();
+    assert!(!descheduler.is_dry_run());
+    let profiles = descheduler.config().profiles();
+    assert!(profiles[0].plugins.balance.enabled.iter().any(|p| p.name == "LowNodeLoad"));
 }
 
 /// Every container's `args` in a manifest, with `$(VAR)` references

@@ -16,7 +16,6 @@ use std::time::Duration;
 
 use kolo_core::clock::Timestamp;
 use kolo_descheduler::Descheduler;
-use kolo_descheduler::descheduler::DeschedulerConfig;
 use kube::Client;
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use tokio::time::{Instant, sleep_until};
@@ -39,8 +38,6 @@ pub const MIGRATE_DEBOUNCE: Duration = Duration::from_millis(50);
 /// How the driver runs.
 #[derive(Debug, Clone)]
 pub struct DeschedulerOptions {
-    /// The descheduler's configuration (interval, dry run, plugins).
-    pub config: DeschedulerConfig,
     /// Which pods and nodes are watched.
     pub scope: WatchScope,
     /// This instance's name in Events.
@@ -49,6 +46,7 @@ pub struct DeschedulerOptions {
 
 /// kolo's descheduler against a cluster.
 pub struct DeschedulerDriver {
+    descheduler: Descheduler,
     client: Client,
     evictions: Client,
     options: DeschedulerOptions,
@@ -56,36 +54,40 @@ pub struct DeschedulerDriver {
 }
 
 impl DeschedulerDriver {
-    /// A driver writing through `client` and evicting through `evictions`
-    /// (a client that does not retry 429: [`super::eviction_client`]).
+    /// A driver running `descheduler`'s rounds (its configuration says
+    /// the interval and whether this is a dry run), writing through
+    /// `client` and evicting through `evictions` (a client that does not
+    /// retry 429: [`super::eviction_client`]).
     pub fn new(
+        descheduler: Descheduler,
         client: Client,
         evictions: Client,
         options: DeschedulerOptions,
         health: Arc<Health>,
     ) -> DeschedulerDriver {
-        DeschedulerDriver { client, evictions, options, health }
+        DeschedulerDriver { descheduler, client, evictions, options, health }
     }
 
     /// Watches and deschedules until leadership is lost (when `leadership`
     /// is given; the caller acquired it) or the process ends.
     pub async fn run(self, leadership: Option<Leadership>) -> Result<(), KubeError> {
-        let DeschedulerDriver { client, evictions, options, health } = self;
+        let DeschedulerDriver { descheduler, client, evictions, options, health } = self;
         let (tx, rx) = unbounded_channel();
         spawn_watchers(&client, &options.scope, &tx);
         drop(tx);
         let metrics = DeschedulerMetrics::new(&health);
         let events =
             Events::new(client.clone(), "kolo-descheduler", &options.identity, health.clone());
-        let dry_run = options.config.dry_run;
+        let dry_run = descheduler.is_dry_run();
         if dry_run {
             tracing::info!("dry run: only Events are written");
         }
         let applier =
             Applier::new(client, evictions, events, health.clone(), metrics.clone(), dry_run);
-        let interval = options.config.interval.max(Duration::from_secs(1));
+        let interval = descheduler.interval().max(Duration::from_secs(1));
+        tracing::info!(?interval, dry_run, "descheduling");
         let rounds = Rounds {
-            descheduler: Descheduler::new(options.config),
+            descheduler,
             stores: Stores::new(options.scope.namespace.clone()),
             applier,
             metrics,

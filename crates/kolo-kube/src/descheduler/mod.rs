@@ -26,8 +26,8 @@ pub mod watch;
 use std::path::Path;
 
 pub use driver::{DeschedulerDriver, DeschedulerOptions};
-pub use kolo_descheduler::descheduler::DeschedulerConfig;
-pub use kolo_descheduler::{Action, Event, ObjectKey};
+pub use kolo_descheduler::config::{ConfigError, DeschedulerConfig};
+pub use kolo_descheduler::{Action, Descheduler, Event, ObjectKey};
 pub use watch::WatchScope;
 
 use crate::client::{ConnectionLimits, MIN_CONNECTIONS, bounded_client, config};
