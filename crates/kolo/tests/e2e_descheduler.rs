@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use common::{kolo, kubectl, run, try_run, workspace_root};
 use e2e_common::{
-    TestObjects, component_args, create, create_node, events, free_port, get_json, wait_for,
+    Daemon, TestObjects, component_args, create, create_node, events, free_port, get_json, wait_for,
 };
 use kolo_api::crd::{PodMigrationJob, PodMigrationJobSpec, PodMigrationJobStatus, Reservation};
 use kolo_core::PodRef;
@@ -138,7 +138,7 @@ fn namespace<'a>(config: &'a Path, id: &str) -> TestObjects<'a> {
         config,
         id: id.into(),
         labelled: "nodes,nodemetrics,reservations,podmigrationjobs",
-        namespaced: "poddisruptionbudgets,events",
+        namespaced: "poddisruptionbudgets,replicasets,events",
     }
 }
 
@@ -478,4 +478,293 @@ fn kolo_descheduler_leads_serves_its_metrics_and_stops_on_sigterm() {
     let status = wait_for("the descheduler to exit", TIMEOUT, || child.try_wait().unwrap());
     assert!(status.success(), "{status}\n{}", log_text());
     assert!(log_text().contains("SIGTERM"), "{}", log_text());
+}
+
+/// A DeschedulerConfiguration: LowNodeLoad (low 45 %, high 75 % of CPU
+/// and memory; the first round over the threshold counts), migrations in
+/// `mode` (`EvictDirectly`, `ReservationFirst`), a Balance round every 2 s.
+fn policy(dir: &Path, mode: &str) -> PathBuf {
+    let path = dir.join("policy.yaml");
+    let yaml = [
+        "apiVersion: descheduler/v1alpha2",
+        "kind: DeschedulerConfiguration",
+        "deschedulingInterval: 2s",
+        "profiles:",
+        "- name: kolo-descheduler",
+        "  plugins:",
+        "    balance:",
+        "      enabled: [{name: LowNodeLoad}]",
+        "  pluginConfig:",
+        "  - name: LowNodeLoad",
+        "    args:",
+        "      lowThresholds: {cpu: 45, memory: 55}",
+        "      highThresholds: {cpu: 75, memory: 80}",
+        "      anomalyCondition: {consecutiveAbnormalities: 1}",
+        "  - name: MigrationController",
+        "    args:",
+        &format!("      defaultJobMode: {mode}"),
+    ];
+    std::fs::write(&path, yaml.join("\n")).unwrap();
+    path
+}
+
+/// `kolo descheduler` as its service account, for this test's namespace
+/// and nodes, with `policy`; then `extra`.
+fn descheduler(cluster: &Cluster, id: &str, policy: &Path, extra: &[&str]) -> Daemon {
+    let account = cluster.kubeconfig_as("kolo-descheduler");
+    let mut args = vec!["descheduler".to_string()];
+    args.extend(component_args(&account));
+    args.extend(["--config".into(), policy.display().to_string(), "--leader-elect=false".into()]);
+    args.extend(["--namespace".into(), id.to_string()]);
+    args.extend(["--node-selector".into(), format!("kolo-test={id}")]);
+    args.extend(extra.iter().map(|s| s.to_string()));
+    Daemon::start(&format!("e2e-descheduler-{id}"), &args)
+}
+
+/// A ReplicaSet of 2 replicas (no controller-manager runs: it creates no
+/// pods; the test does), labelled `app=<name>`; returns its UID.
+fn replicaset(config: &Path, id: &str, name: &str) -> String {
+    let labels = json!({"app": name, "kolo-test": id});
+    create(
+        config,
+        &json!({
+            "apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "metadata": {"name": name, "namespace": id},
+            "spec": {
+                "replicas": 2,
+                "selector": {"matchLabels": {"app": name}},
+                "template": {"metadata": {"labels": labels}, "spec": {"containers": [
+                    {"name": "c", "image": "registry.invalid/pause"}]}},
+            },
+        }),
+    );
+    let rs = get_json(config, &["replicaset", name, "-n", id]).unwrap();
+    rs["metadata"]["uid"].as_str().unwrap().to_string()
+}
+
+/// A Running pod of ReplicaSet `owner` (UID `owner_uid`) on `node`,
+/// requesting 2 cores, for scheduler `id`; returns its UID.
+fn replica(
+    config: &Path,
+    id: &str,
+    name: &str,
+    node: &str,
+    owner: &str,
+    owner_uid: &str,
+) -> String {
+    let mut object = pending_replica(id, name, owner, owner_uid);
+    object["spec"]["nodeName"] = node.into();
+    create(config, &object);
+    mark_running(config, id, name);
+    get_json(config, &["pod", name, "-n", id]).unwrap()["metadata"]["uid"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// Writes a pod's status as its kubelet would once it runs and is ready.
+fn mark_running(config: &Path, id: &str, name: &str) {
+    let status = json!({"status": {"phase": "Running", "conditions": [
+        {"type": "Ready", "status": "True", "lastProbeTime": null, "lastTransitionTime": null},
+    ]}});
+    e2e_common::patch(config, &["pod", name, "-n", id, "--subresource=status"], &status);
+}
+
+/// A pod of ReplicaSet `owner` for scheduler `id`, not placed yet.
+fn pending_replica(id: &str, name: &str, owner: &str, owner_uid: &str) -> serde_json::Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {
+            "name": name, "namespace": id, "labels": {"kolo-test": id, "app": owner},
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": owner,
+                                 "uid": owner_uid, "controller": true}],
+        },
+        "spec": {
+            "schedulerName": id,
+            "nodeSelector": {"kolo-test": id},
+            "containers": [{"name": "c", "image": "registry.invalid/pause",
+                            "resources": {"requests": {"cpu": "2", "memory": "2Gi"},
+                                          "limits": {"cpu": "2", "memory": "2Gi"}}}],
+        },
+    })
+}
+
+/// Writes a node's NodeMetric (created if missing) as its agent would:
+/// `node_cpu` cores and 4 GiB in use now, and each pod's usage.
+fn report(config: &Path, id: &str, node: &str, node_cpu: &str, pods: &[(&str, &str)]) {
+    if get_json(config, &["nodemetric", node]).is_none() {
+        create(
+            config,
+            &json!({
+                "apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeMetric",
+                "metadata": {"name": node, "labels": {"kolo-test": id}}, "spec": {},
+            }),
+        );
+    }
+    let now = kolo_core::clock::Timestamp::now();
+    let update_time = kolo_core::clock::Timestamp::from_second(now.as_second()).unwrap();
+    let pods: Vec<_> = pods
+        .iter()
+        .map(|(name, cpu)| {
+            json!({"namespace": id, "name": name,
+                   "podUsage": {"resources": {"cpu": cpu, "memory": "1Gi"}}})
+        })
+        .collect();
+    let status = json!({"status": {
+        "updateTime": update_time.to_string(),
+        "nodeMetric": {"nodeUsage": {"resources": {"cpu": node_cpu, "memory": "4Gi"}}},
+        "podsMetric": pods,
+    }});
+    e2e_common::patch(config, &["nodemetric", node, "--subresource=status"], &status);
+}
+
+/// A hot node (`<id>-hot`: 7 of 8 cores in use, over the 75 % high
+/// threshold) running replica `web-1` (3 cores of that), and a cool one
+/// (`<id>-cool`: 1 of 8 cores, under the 45 % low threshold; with web-1's
+/// 3 it stays under 75 %). Returns web-1's UID.
+fn hot_and_cool(config: &Path, id: &str) -> String {
+    let (hot, cool) = (format!("{id}-hot"), format!("{id}-cool"));
+    create_node(config, &hot, id, "8", "32Gi");
+    create_node(config, &cool, id, "8", "32Gi");
+    let owner = replicaset(config, id, "web");
+    let uid = replica(config, id, "web-1", &hot, "web", &owner);
+    report(config, id, &hot, "7", &[("web-1", "3")]);
+    report(config, id, &cool, "1", &[]);
+    uid
+}
+
+/// The PodMigrationJobs of this test's pods.
+fn jobs_of(config: &Path, id: &str) -> Vec<serde_json::Value> {
+    let Some(list) = get_json(config, &["podmigrationjobs"]) else { return Vec::new() };
+    list["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|j| j["spec"]["podRef"]["namespace"] == id)
+        .cloned()
+        .collect()
+}
+
+/// Deletes the PodMigrationJobs of this test's pods when dropped (the
+/// descheduler does not label them).
+struct JobCleanup<'a>(&'a Path, String);
+
+impl Drop for JobCleanup<'_> {
+    fn drop(&mut self) {
+        for job in jobs_of(self.0, &self.1) {
+            let name = job["metadata"]["name"].as_str().unwrap_or_default();
+            let _ = try_run(kubectl(self.0).args(["delete", "podmigrationjob", name]), None);
+        }
+    }
+}
+
+#[test]
+fn a_hot_node_s_pod_is_migrated() {
+    let Some(cluster) = cluster("migrate") else { return };
+    let config = cluster.kubeconfig();
+    let id = e2e_common::run_id("hot");
+    let _cleanup = namespace(&config, &id);
+    let _jobs = JobCleanup(&config, id.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let uid = hot_and_cool(&config, &id);
+    let daemon = descheduler(&cluster, &id, &policy(dir.path(), "EvictDirectly"), &[]);
+    let job = wait_for("web-1's PodMigrationJob Succeeded", TIMEOUT, || {
+        jobs_of(&config, &id).into_iter().find(|j| j["status"]["phase"] == "Succeeded")
+    });
+    assert_eq!(job["spec"]["podRef"]["name"], "web-1", "{job}");
+    assert_eq!(job["spec"]["podRef"]["uid"], uid.as_str(), "{job}");
+    assert_eq!(job["spec"]["mode"], "EvictDirectly", "{job}");
+    assert!(going(&config, &id, "web-1"), "web-1 evicted\n{}", daemon.log());
+    let events = events_of(&config, &id, "web-1");
+    assert!(events.iter().any(|(r, _)| r == "Descheduled"), "{events:?}");
+}
+
+#[test]
+fn a_budget_that_forbids_it_stops_the_migration() {
+    let Some(cluster) = cluster("budget") else { return };
+    let config = cluster.kubeconfig();
+    let id = e2e_common::run_id("pdb");
+    let _cleanup = namespace(&config, &id);
+    let _jobs = JobCleanup(&config, id.clone());
+    let dir = tempfile::tempdir().unwrap();
+    hot_and_cool(&config, &id);
+    forbidding_budget(&config, &id, "web");
+    let daemon = descheduler(&cluster, &id, &policy(dir.path(), "EvictDirectly"), &[]);
+    let job = wait_for("web-1's PodMigrationJob Failed", TIMEOUT, || {
+        jobs_of(&config, &id).into_iter().find(|j| j["status"]["phase"] == "Failed")
+    });
+    assert_eq!(job["status"]["reason"], "FailedEvict", "{job}\n{}", daemon.log());
+    assert!(!going(&config, &id, "web-1"), "web-1 stays");
+    let events = events_of(&config, &id, "web-1");
+    assert!(events.iter().any(|(r, _)| r == "FailedEvict"), "{events:?}");
+}
+
+#[test]
+fn a_dry_run_of_the_descheduler_writes_nothing_but_events() {
+    let Some(cluster) = cluster("dry_daemon") else { return };
+    let config = cluster.kubeconfig();
+    let id = e2e_common::run_id("drydaemon");
+    let _cleanup = namespace(&config, &id);
+    let _jobs = JobCleanup(&config, id.clone());
+    let dir = tempfile::tempdir().unwrap();
+    hot_and_cool(&config, &id);
+    let daemon = descheduler(&cluster, &id, &policy(dir.path(), "EvictDirectly"), &["--dry-run"]);
+    // The decision is made and said (an Event on web-1), round after round.
+    let event = wait_for("an Event on web-1", TIMEOUT, || events_of(&config, &id, "web-1").pop());
+    std::thread::sleep(Duration::from_secs(5));
+    assert_eq!(jobs_of(&config, &id), Vec::<serde_json::Value>::new(), "{event:?}");
+    assert!(!going(&config, &id, "web-1"), "web-1 stays\n{}", daemon.log());
+}
+
+/// `kolo scheduler` as its service account, with one profile
+/// (`schedulerName: <id>`) and kolo's default plugins (Reservation among
+/// them).
+fn scheduler(cluster: &Cluster, dir: &Path, id: &str) -> Daemon {
+    let config = cluster.kubeconfig_as("kolo-scheduler");
+    let file = e2e_common::scheduler_config(dir, id);
+    let mut args = vec!["scheduler".to_string()];
+    args.extend(component_args(&config));
+    args.extend(["--config".into(), file.display().to_string(), "--leader-elect=false".into()]);
+    Daemon::start(&format!("e2e-descheduler-scheduler-{id}"), &args)
+}
+
+#[test]
+fn a_reservation_first_migration_reserves_evicts_and_binds_the_replacement() {
+    let Some(cluster) = cluster("reservation_first") else { return };
+    let config = cluster.kubeconfig();
+    let id = e2e_common::run_id("rfirst");
+    let _cleanup = namespace(&config, &id);
+    let _jobs = JobCleanup(&config, id.clone());
+    let dir = tempfile::tempdir().unwrap();
+    hot_and_cool(&config, &id);
+    let scheduler = scheduler(&cluster, dir.path(), &id);
+    let daemon = descheduler(&cluster, &id, &policy(dir.path(), "ReservationFirst"), &[]);
+    // The job reserves room for web-1 off the hot node, then evicts it.
+    let job = wait_for("web-1's job with a scheduled Reservation", TIMEOUT, || {
+        jobs_of(&config, &id).into_iter().find(|j| j["status"]["nodeName"].is_string())
+    });
+    assert_eq!(job["status"]["nodeName"], format!("{id}-cool"), "{job}\n{}", scheduler.log());
+    let reservation = job["spec"]["reservationOptions"]["reservationRef"]["name"]
+        .as_str()
+        .unwrap_or_else(|| panic!("the job names its Reservation: {job}"))
+        .to_string();
+    wait_for("web-1 evicted", TIMEOUT, || going(&config, &id, "web-1").then_some(()));
+    // The ReplicaSet's replacement (created here: no controller-manager)
+    // takes the reservation, and once it is ready the job is done.
+    let rs = get_json(&config, &["replicaset", "web", "-n", &id]).unwrap();
+    let rs_uid = rs["metadata"]["uid"].as_str().unwrap();
+    create(&config, &pending_replica(&id, "web-2", "web", rs_uid));
+    let node = wait_for("web-2 bound", TIMEOUT, || e2e_common::node_of(&config, &id, "web-2"));
+    assert_eq!(node, format!("{id}-cool"), "{}", scheduler.log());
+    let pod = get_json(&config, &["pod", "web-2", "-n", &id]).unwrap();
+    let allocated =
+        pod["metadata"]["annotations"]["scheduling.koordinator.sh/reservation-allocated"]
+            .as_str()
+            .map(|s| serde_json::from_str::<serde_json::Value>(s).unwrap());
+    assert_eq!(allocated.map(|a| a["name"].clone()), Some(reservation.as_str().into()), "{pod}");
+    mark_running(&config, &id, "web-2");
+    let job = wait_for("the job Succeeded", TIMEOUT, || {
+        jobs_of(&config, &id).into_iter().find(|j| j["status"]["phase"] == "Succeeded")
+    });
+    assert_eq!(job["status"]["podRef"]["name"], "web-2", "{job}\n{}", daemon.log());
 }
