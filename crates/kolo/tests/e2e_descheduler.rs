@@ -590,8 +590,9 @@ fn pending_replica(id: &str, name: &str, owner: &str, owner_uid: &str) -> serde_
 }
 
 /// Writes a node's NodeMetric (created if missing) as its agent would:
-/// `node_cpu` cores and 4 GiB in use now, and each pod's usage.
-fn report(config: &Path, id: &str, node: &str, node_cpu: &str, pods: &[(&str, &str)]) {
+/// `system_cpu` cores used outside pods, each pod's cores (LowNodeLoad's
+/// node usage is their sum), and 4 GiB in all.
+fn report(config: &Path, id: &str, node: &str, system_cpu: u32, pods: &[(&str, u32)]) {
     if get_json(config, &["nodemetric", node]).is_none() {
         create(
             config,
@@ -601,18 +602,22 @@ fn report(config: &Path, id: &str, node: &str, node_cpu: &str, pods: &[(&str, &s
             }),
         );
     }
+    let node_cpu = system_cpu + pods.iter().map(|(_, cpu)| cpu).sum::<u32>();
     let now = kolo_core::clock::Timestamp::now();
     let update_time = kolo_core::clock::Timestamp::from_second(now.as_second()).unwrap();
     let pods: Vec<_> = pods
         .iter()
         .map(|(name, cpu)| {
             json!({"namespace": id, "name": name,
-                   "podUsage": {"resources": {"cpu": cpu, "memory": "1Gi"}}})
+                   "podUsage": {"resources": {"cpu": cpu.to_string(), "memory": "1Gi"}}})
         })
         .collect();
     let status = json!({"status": {
         "updateTime": update_time.to_string(),
-        "nodeMetric": {"nodeUsage": {"resources": {"cpu": node_cpu, "memory": "4Gi"}}},
+        "nodeMetric": {
+            "nodeUsage": {"resources": {"cpu": node_cpu.to_string(), "memory": "4Gi"}},
+            "systemUsage": {"resources": {"cpu": system_cpu.to_string(), "memory": "2Gi"}},
+        },
         "podsMetric": pods,
     }});
     e2e_common::patch(config, &["nodemetric", node, "--subresource=status"], &status);
@@ -628,8 +633,8 @@ fn hot_and_cool(config: &Path, id: &str) -> String {
     create_node(config, &cool, id, "8", "32Gi");
     let owner = replicaset(config, id, "web");
     let uid = replica(config, id, "web-1", &hot, "web", &owner);
-    report(config, id, &hot, "7", &[("web-1", "3")]);
-    report(config, id, &cool, "1", &[]);
+    report(config, id, &hot, 4, &[("web-1", 3)]);
+    report(config, id, &cool, 1, &[]);
     uid
 }
 
