@@ -168,7 +168,13 @@ impl Rounds {
         let round = self.descheduler.balance(&cluster, Timestamp::now());
         self.metrics.balance_round(started.elapsed(), &round.pools);
         for pool in &round.pools {
-            tracing::debug!(pool = %pool.pool, evicted = pool.evicted().count(), stopped = %pool.stopped, "balance round");
+            let classes: Vec<String> =
+                pool.nodes.iter().map(|n| format!("{}={}", n.node, n.class.as_str())).collect();
+            let candidates: Vec<String> =
+                pool.candidates.iter().map(|c| format!("{}: {:?}", c.pod, c.verdict)).collect();
+            tracing::debug!(
+                pool = %pool.pool, stopped = %pool.stopped, ?classes, ?candidates, "balance round"
+            );
         }
         for action in round.actions {
             if let Some(report) = self.applier.apply(action, &mut self.stores).await {
