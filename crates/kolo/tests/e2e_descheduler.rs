@@ -542,8 +542,7 @@ fn replicaset(config: &Path, id: &str, name: &str) -> String {
     rs["metadata"]["uid"].as_str().unwrap().to_string()
 }
 
-/// A Running pod of ReplicaSet `owner` (UID `owner_uid`) on `node`,
-/// requesting 2 cores, for scheduler `id`; returns its UID.
+/// A Running [`pending_replica`] placed on `node`; returns its UID.
 fn replica(
     config: &Path,
     id: &str,
@@ -570,12 +569,14 @@ fn mark_running(config: &Path, id: &str, name: &str) {
     e2e_common::patch(config, &["pod", name, "-n", id, "--subresource=status"], &status);
 }
 
-/// A pod of ReplicaSet `owner` for scheduler `id`, not placed yet.
+/// A pod of ReplicaSet `owner` for scheduler `id`, not placed yet: LS,
+/// Burstable (2 cores requested, 4 the limit).
 fn pending_replica(id: &str, name: &str, owner: &str, owner_uid: &str) -> serde_json::Value {
     json!({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {
-            "name": name, "namespace": id, "labels": {"kolo-test": id, "app": owner},
+            "name": name, "namespace": id,
+            "labels": {"kolo-test": id, "app": owner, "koordinator.sh/qosClass": "LS"},
             "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": owner,
                                  "uid": owner_uid, "controller": true}],
         },
@@ -584,7 +585,7 @@ fn pending_replica(id: &str, name: &str, owner: &str, owner_uid: &str) -> serde_
             "nodeSelector": {"kolo-test": id},
             "containers": [{"name": "c", "image": "registry.invalid/pause",
                             "resources": {"requests": {"cpu": "2", "memory": "2Gi"},
-                                          "limits": {"cpu": "2", "memory": "2Gi"}}}],
+                                          "limits": {"cpu": "4", "memory": "2Gi"}}}],
         },
     })
 }
