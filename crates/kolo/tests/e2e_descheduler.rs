@@ -754,9 +754,12 @@ fn a_reservation_first_migration_reserves_evicts_and_binds_the_replacement() {
     let scheduler = scheduler(&cluster, dir.path(), &id);
     let daemon = descheduler(&cluster, &id, &policy(dir.path(), "ReservationFirst"), &[]);
     // The job reserves room for web-1 off the hot node, then evicts it.
-    let job = wait_for("web-1's job with a scheduled Reservation", TIMEOUT, || {
-        jobs_of(&config, &id).into_iter().find(|j| j["status"]["nodeName"].is_string())
+    let job = wait_for("web-1's job with a scheduled Reservation (or failed)", TIMEOUT, || {
+        jobs_of(&config, &id)
+            .into_iter()
+            .find(|j| j["status"]["nodeName"].is_string() || j["status"]["phase"] == "Failed")
     });
+    assert_ne!(job["status"]["phase"], "Failed", "{job}\n{}", daemon.log());
     assert_eq!(job["status"]["nodeName"], format!("{id}-cool"), "{job}\n{}", scheduler.log());
     let reservation = job["spec"]["reservationOptions"]["reservationRef"]["name"]
         .as_str()
