@@ -482,8 +482,9 @@ fn kolo_descheduler_leads_serves_its_metrics_and_stops_on_sigterm() {
 
 /// A DeschedulerConfiguration: LowNodeLoad (low 45 %, high 75 % of CPU
 /// and memory; the first round over the threshold counts), migrations in
-/// `mode` (`EvictDirectly`, `ReservationFirst`), a Balance round every 2 s.
-fn policy(dir: &Path, mode: &str) -> PathBuf {
+/// `mode` (`EvictDirectly`, `ReservationFirst`; Reservations for kolo's
+/// scheduler named `id`), a Balance round every 2 s.
+fn policy(dir: &Path, id: &str, mode: &str) -> PathBuf {
     let path = dir.join("policy.yaml");
     let yaml = [
         "apiVersion: descheduler/v1alpha2",
@@ -503,6 +504,7 @@ fn policy(dir: &Path, mode: &str) -> PathBuf {
         "  - name: MigrationController",
         "    args:",
         &format!("      defaultJobMode: {mode}"),
+        &format!("      schedulerNames: [{id}]"),
     ];
     std::fs::write(&path, yaml.join("\n")).unwrap();
     path
@@ -673,7 +675,7 @@ fn a_hot_node_s_pod_is_migrated() {
     let _jobs = JobCleanup(&config, id.clone());
     let dir = tempfile::tempdir().unwrap();
     let uid = hot_and_cool(&config, &id);
-    let daemon = descheduler(&cluster, &id, &policy(dir.path(), "EvictDirectly"), &[]);
+    let daemon = descheduler(&cluster, &id, &policy(dir.path(), &id, "EvictDirectly"), &[]);
     wait_for("web-1 evicted", TIMEOUT, || going(&config, &id, "web-1").then_some(()));
     let job = jobs_of(&config, &id).pop().expect("web-1's PodMigrationJob");
     assert_eq!(job["spec"]["podRef"]["name"], "web-1", "{job}");
@@ -703,7 +705,7 @@ fn a_budget_that_forbids_it_stops_the_migration() {
     let dir = tempfile::tempdir().unwrap();
     hot_and_cool(&config, &id);
     forbidding_budget(&config, &id, "web");
-    let daemon = descheduler(&cluster, &id, &policy(dir.path(), "EvictDirectly"), &[]);
+    let daemon = descheduler(&cluster, &id, &policy(dir.path(), &id, "EvictDirectly"), &[]);
     let job = wait_for("web-1's PodMigrationJob Failed", TIMEOUT, || {
         jobs_of(&config, &id).into_iter().find(|j| j["status"]["phase"] == "Failed")
     });
@@ -722,7 +724,8 @@ fn a_dry_run_of_the_descheduler_writes_nothing_but_events() {
     let _jobs = JobCleanup(&config, id.clone());
     let dir = tempfile::tempdir().unwrap();
     hot_and_cool(&config, &id);
-    let daemon = descheduler(&cluster, &id, &policy(dir.path(), "EvictDirectly"), &["--dry-run"]);
+    let daemon =
+        descheduler(&cluster, &id, &policy(dir.path(), &id, "EvictDirectly"), &["--dry-run"]);
     // The decision is made and said (an Event on web-1), round after round.
     let event = wait_for("an Event on web-1", TIMEOUT, || events_of(&config, &id, "web-1").pop());
     std::thread::sleep(Duration::from_secs(5));
@@ -752,7 +755,7 @@ fn a_reservation_first_migration_reserves_evicts_and_binds_the_replacement() {
     let dir = tempfile::tempdir().unwrap();
     hot_and_cool(&config, &id);
     let scheduler = scheduler(&cluster, dir.path(), &id);
-    let daemon = descheduler(&cluster, &id, &policy(dir.path(), "ReservationFirst"), &[]);
+    let daemon = descheduler(&cluster, &id, &policy(dir.path(), &id, "ReservationFirst"), &[]);
     // The job reserves room for web-1 off the hot node, then evicts it.
     let job = wait_for("web-1's job with a scheduled Reservation (or failed)", TIMEOUT, || {
         jobs_of(&config, &id)
