@@ -641,6 +641,15 @@ fn hot_and_cool(config: &Path, id: &str) -> String {
     uid
 }
 
+/// Removes a terminating pod, as its kubelet would once its containers
+/// stopped (the API-only cluster has no kubelet).
+fn finish(config: &Path, id: &str, name: &str) {
+    run(
+        kubectl(config).args(["delete", "pod", name, "-n", id, "--grace-period=0", "--force"]),
+        None,
+    );
+}
+
 /// The PodMigrationJobs of this test's pods.
 fn jobs_of(config: &Path, id: &str) -> Vec<serde_json::Value> {
     let Some(list) = get_json(config, &["podmigrationjobs"]) else { return Vec::new() };
@@ -681,11 +690,7 @@ fn a_hot_node_s_pod_is_migrated() {
     assert_eq!(job["spec"]["podRef"]["name"], "web-1", "{job}");
     assert_eq!(job["spec"]["podRef"]["uid"], uid.as_str(), "{job}");
     assert_eq!(job["spec"]["mode"], "EvictDirectly", "{job}");
-    // The kubelet would finish the terminating pod; there is none here.
-    run(
-        kubectl(&config).args(["delete", "pod", "web-1", "-n", &id, "--grace-period=0", "--force"]),
-        None,
-    );
+    finish(&config, &id, "web-1");
     let job = wait_for("web-1's PodMigrationJob Succeeded", TIMEOUT, || {
         jobs_of(&config, &id).into_iter().find(|j| j["status"]["phase"] == "Succeeded")
     });
@@ -769,6 +774,7 @@ fn a_reservation_first_migration_reserves_evicts_and_binds_the_replacement() {
         .unwrap_or_else(|| panic!("the job names its Reservation: {job}"))
         .to_string();
     wait_for("web-1 evicted", TIMEOUT, || going(&config, &id, "web-1").then_some(()));
+    finish(&config, &id, "web-1");
     // The ReplicaSet's replacement (created here: no controller-manager)
     // takes the reservation, and once it is ready the job is done.
     let rs = get_json(&config, &["replicaset", "web", "-n", &id]).unwrap();
