@@ -47,7 +47,12 @@ fn pod_spec() -> impl Strategy<Value = PodSpec> {
         0i64..1600,
         0i64..3 * GI,
         0i64..1500,
-        prop::sample::select(vec![PriorityClass::Prod, PriorityClass::Batch, PriorityClass::Mid, PriorityClass::Free]),
+        prop::sample::select(vec![
+            PriorityClass::Prod,
+            PriorityClass::Batch,
+            PriorityClass::Mid,
+            PriorityClass::Free,
+        ]),
         prop::bool::weighted(0.9),
         prop::bool::weighted(0.25),
     )
@@ -62,8 +67,18 @@ fn pod_spec() -> impl Strategy<Value = PodSpec> {
 }
 
 fn node_spec() -> impl Strategy<Value = NodeSpec> {
-    (0i64..800, prop::bool::weighted(0.15), prop::bool::weighted(0.1), prop::collection::vec(pod_spec(), 0..7))
-        .prop_map(|(system_cpu, tainted, cordoned, pods)| NodeSpec { system_cpu, tainted, cordoned, pods })
+    (
+        0i64..800,
+        prop::bool::weighted(0.15),
+        prop::bool::weighted(0.1),
+        prop::collection::vec(pod_spec(), 0..7),
+    )
+        .prop_map(|(system_cpu, tainted, cordoned, pods)| NodeSpec {
+            system_cpu,
+            tainted,
+            cordoned,
+            pods,
+        })
 }
 
 fn args_value() -> impl Strategy<Value = serde_json::Value> {
@@ -93,9 +108,14 @@ fn build(nodes: &[NodeSpec], now: Timestamp) -> (Cluster, HashSet<String>) {
     let mut forbidden = HashSet::new();
     for (i, n) in nodes.iter().enumerate() {
         let name = format!("n{i}");
-        let mut view = NodeView::new(&name).with_resources(alloc, alloc).with_unschedulable(n.cordoned);
+        let mut view =
+            NodeView::new(&name).with_resources(alloc, alloc).with_unschedulable(n.cordoned);
         if n.tainted {
-            view = view.with_taints(vec![Taint { key: "k".into(), value: "v".into(), effect: TaintEffect::NoSchedule }]);
+            view = view.with_taints(vec![Taint {
+                key: "k".into(),
+                value: "v".into(),
+                effect: TaintEffect::NoSchedule,
+            }]);
         }
         views.push(view);
         let mut metrics = Vec::new();
@@ -164,15 +184,23 @@ fn amount(v: &ResourceVector, resource: &str) -> i64 {
 fn check_targets(cluster: &Cluster, r: &PoolReport) -> Result<(), TestCaseError> {
     let mut added: BTreeMap<(String, bool), Vec<ResourceVector>> = BTreeMap::new();
     for c in r.evicted() {
-        let target = c.target.clone().ok_or_else(|| TestCaseError::fail("evicted without a target"))?;
+        let target =
+            c.target.clone().ok_or_else(|| TestCaseError::fail("evicted without a target"))?;
         added.entry((target, c.prod)).or_default().push(metric(cluster, &c.node, &c.pod));
     }
     for ((target, prod), pods) in added {
         for u in usage_of(r, &target) {
             let start = if prod { u.prod_used } else { u.used };
             let high = if prod { u.prod_high } else { u.high };
-            let moved: i64 = pods.iter().map(|p| if u.resource == "pods" { 1 } else { amount(p, &u.resource) }).sum();
-            prop_assert!(start + moved <= high, "{target} {} prod={prod}: {start} + {moved} > {high}", u.resource);
+            let moved: i64 = pods
+                .iter()
+                .map(|p| if u.resource == "pods" { 1 } else { amount(p, &u.resource) })
+                .sum();
+            prop_assert!(
+                start + moved <= high,
+                "{target} {} prod={prod}: {start} + {moved} > {high}",
+                u.resource
+            );
         }
     }
     Ok(())
@@ -186,8 +214,16 @@ fn check_sources(cluster: &Cluster, r: &PoolReport) -> Result<(), TestCaseError>
         let key = (c.node.clone(), c.prod);
         let state = current.entry(key).or_insert_with(|| usage_of(r, &c.node).to_vec());
         if let CandidateVerdict::Evicted(_) = c.verdict {
-            let over = state.iter().any(|u| if c.prod { u.prod_used > u.prod_high } else { u.used > u.high });
-            prop_assert!(over, "{} evicted from {} (prod={}) which is no longer over", c.pod, c.node, c.prod);
+            let over = state
+                .iter()
+                .any(|u| if c.prod { u.prod_used > u.prod_high } else { u.used > u.high });
+            prop_assert!(
+                over,
+                "{} evicted from {} (prod={}) which is no longer over",
+                c.pod,
+                c.node,
+                c.prod
+            );
             let m = metric(cluster, &c.node, &c.pod);
             for u in state.iter_mut() {
                 let a = if u.resource == "pods" { 1 } else { amount(&m, &u.resource) };

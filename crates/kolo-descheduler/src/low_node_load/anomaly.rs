@@ -58,7 +58,9 @@ impl Detector {
         if normal {
             self.normalities = self.normalities.saturating_add(1);
             self.abnormalities = 0;
-            if matches!(state, State::Anomaly { .. }) && self.normalities > cond.consecutive_normalities {
+            if matches!(state, State::Anomaly { .. })
+                && self.normalities > cond.consecutive_normalities
+            {
                 *self = Detector::default();
             }
         } else {
@@ -67,7 +69,8 @@ impl Detector {
             if state == State::Ok && self.abnormalities > cond.consecutive_abnormalities {
                 let timeout = jiff_duration(cond.effective_timeout());
                 let until = now.saturating_add(timeout).unwrap_or(now);
-                *self = Detector { state: State::Anomaly { until }, abnormalities: 0, normalities: 0 };
+                *self =
+                    Detector { state: State::Anomaly { until }, abnormalities: 0, normalities: 0 };
             }
         }
         matches!(self.current(now), State::Anomaly { .. })
@@ -94,7 +97,8 @@ impl Detectors {
     /// Marks `node` abnormal (creating its detector); whether it now is
     /// really abnormal.
     pub fn mark_abnormal(&mut self, node: &str, cond: &AnomalyCondition, now: Timestamp) -> bool {
-        let (d, touched) = self.entries.entry(node.to_owned()).or_insert((Detector::default(), now));
+        let (d, touched) =
+            self.entries.entry(node.to_owned()).or_insert((Detector::default(), now));
         *touched = now;
         d.mark(false, cond, now)
     }

@@ -354,7 +354,10 @@ fn default_weights(weights: &mut BTreeMap<String, i64>, thresholds: [&Thresholds
     }
 }
 
-fn compile(selector: Option<&KubeLabelSelector>, field: &str) -> Result<Option<LabelSelector>, Error> {
+fn compile(
+    selector: Option<&KubeLabelSelector>,
+    field: &str,
+) -> Result<Option<LabelSelector>, Error> {
     selector
         .map(|s| LabelSelector::compile(s).map_err(|e| invalid(field, e.to_string())))
         .transpose()
@@ -365,7 +368,10 @@ fn percents(map: &Thresholds, field: &str) -> Result<BTreeMap<ResourceName, f64>
     for (name, &pct) in map {
         let field = format!("{field}.{name}");
         if !pct.is_finite() || !(0.0..=MAX_PERCENT).contains(&pct) {
-            return Err(invalid(field, format!("percentage {pct} must be between 0 and {MAX_PERCENT}")));
+            return Err(invalid(
+                field,
+                format!("percentage {pct} must be between 0 and {MAX_PERCENT}"),
+            ));
         }
         let resource = ResourceName::parse(name).map_err(|e| invalid(&field, e.to_string()))?;
         out.insert(resource, pct);
@@ -381,9 +387,17 @@ fn paired(
 ) -> Result<(), Error> {
     for (r, l) in low {
         match high.get(r) {
-            None => return Err(invalid(format!("{low_field}.{r}"), format!("set without {high_field}.{r}"))),
+            None => {
+                return Err(invalid(
+                    format!("{low_field}.{r}"),
+                    format!("set without {high_field}.{r}"),
+                ));
+            }
             Some(h) if l > h => {
-                return Err(invalid(format!("{low_field}.{r}"), format!("{l} is above {high_field}.{r} {h}")));
+                return Err(invalid(
+                    format!("{low_field}.{r}"),
+                    format!("{l} is above {high_field}.{r} {h}"),
+                ));
             }
             Some(_) => {}
         }
@@ -412,9 +426,13 @@ fn resolve(pool: &NodePoolArgs, prefix: &str) -> Result<NodePool, Error> {
             ));
         }
     }
-    let anomaly = pool.anomaly_condition.clone().unwrap_or_else(AnomalyCondition::koordinator_default);
+    let anomaly =
+        pool.anomaly_condition.clone().unwrap_or_else(AnomalyCondition::koordinator_default);
     if anomaly.consecutive_abnormalities == 0 {
-        return Err(invalid(f("anomalyCondition.consecutiveAbnormalities"), "must be greater than 0"));
+        return Err(invalid(
+            f("anomalyCondition.consecutiveAbnormalities"),
+            "must be greater than 0",
+        ));
     }
     let mut weights = BTreeMap::new();
     for (name, &w) in &pool.resource_weights {
@@ -459,8 +477,8 @@ mod go_duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
     use ResourceName::{Cpu, Memory};
+    use serde_json::json;
 
     fn err(v: serde_json::Value) -> String {
         LowNodeLoadArgs::from_value(v).unwrap_err().to_string()
@@ -481,31 +499,69 @@ mod tests {
             "resourceWeights": {"cpu": 3, "memory": -2},
             "anomalyCondition": {"timeout": "30s"}}))
         .unwrap();
-        assert_eq!(a.resource_weights, BTreeMap::from([("cpu".into(), 3), ("memory".into(), 1), ("pods".into(), 1)]));
+        assert_eq!(
+            a.resource_weights,
+            BTreeMap::from([("cpu".into(), 3), ("memory".into(), 1), ("pods".into(), 1)])
+        );
         let c = a.anomaly_condition.unwrap();
-        assert_eq!((c.timeout, c.consecutive_abnormalities, c.consecutive_normalities), (Some(Duration::from_secs(30)), 5, 0));
+        assert_eq!(
+            (c.timeout, c.consecutive_abnormalities, c.consecutive_normalities),
+            (Some(Duration::from_secs(30)), 5, 0)
+        );
     }
 
     #[test]
     fn errors_name_the_field() {
-        assert_eq!(err(json!({"numberOfNodes": -1})), "LowNodeLoadArgs numberOfNodes: must be greater than or equal to 0");
-        assert!(err(json!({"nodeMetricExpirationSeconds": 0})).contains("nodeMetricExpirationSeconds"));
-        assert!(err(json!({"evictableNamespaces": {"include": ["a"], "exclude": ["b"]}})).contains("evictableNamespaces"));
-        assert!(err(json!({"nodeFit": "yes"})).starts_with("LowNodeLoadArgs nodeFit: invalid type"));
-        assert!(err(json!({"anomalyCondition": {"timeout": "soon"}})).contains("anomalyCondition.timeout"));
+        assert_eq!(
+            err(json!({"numberOfNodes": -1})),
+            "LowNodeLoadArgs numberOfNodes: must be greater than or equal to 0"
+        );
+        assert!(
+            err(json!({"nodeMetricExpirationSeconds": 0})).contains("nodeMetricExpirationSeconds")
+        );
+        assert!(
+            err(json!({"evictableNamespaces": {"include": ["a"], "exclude": ["b"]}}))
+                .contains("evictableNamespaces")
+        );
+        assert!(
+            err(json!({"nodeFit": "yes"})).starts_with("LowNodeLoadArgs nodeFit: invalid type")
+        );
+        assert!(
+            err(json!({"anomalyCondition": {"timeout": "soon"}}))
+                .contains("anomalyCondition.timeout")
+        );
         assert!(err(json!({"lowThreshold": {}})).contains("unknown field `lowThreshold`"));
-        let low_over_high = err(json!({"lowThresholds": {"cpu": 60}, "highThresholds": {"cpu": 50}}));
-        assert_eq!(low_over_high, "LowNodeLoadArgs lowThresholds.cpu: 60 is above highThresholds.cpu 50");
-        assert!(err(json!({"lowThresholds": {"cpu": -1}, "highThresholds": {"cpu": 5}})).contains("lowThresholds.cpu"));
-        assert!(err(json!({"highThresholds": {"cpu": 5}})).contains("highThresholds.cpu: set without lowThresholds.cpu"));
-        assert!(err(json!({"lowThresholds": {"cpu": 5}, "highThresholds": {"cpu": 50},
+        let low_over_high =
+            err(json!({"lowThresholds": {"cpu": 60}, "highThresholds": {"cpu": 50}}));
+        assert_eq!(
+            low_over_high,
+            "LowNodeLoadArgs lowThresholds.cpu: 60 is above highThresholds.cpu 50"
+        );
+        assert!(
+            err(json!({"lowThresholds": {"cpu": -1}, "highThresholds": {"cpu": 5}}))
+                .contains("lowThresholds.cpu")
+        );
+        assert!(
+            err(json!({"highThresholds": {"cpu": 5}}))
+                .contains("highThresholds.cpu: set without lowThresholds.cpu")
+        );
+        assert!(
+            err(json!({"lowThresholds": {"cpu": 5}, "highThresholds": {"cpu": 50},
             "prodLowThresholds": {"cpu": 5}, "prodHighThresholds": {"cpu": 60}}))
-            .contains("prodHighThresholds.cpu: 60 is above highThresholds.cpu 50"));
-        assert!(err(json!({"prodLowThresholds": {"cpu": 50}, "prodHighThresholds": {"cpu": 40}})).contains("prodLowThresholds.cpu"));
+            .contains("prodHighThresholds.cpu: 60 is above highThresholds.cpu 50")
+        );
+        assert!(
+            err(json!({"prodLowThresholds": {"cpu": 50}, "prodHighThresholds": {"cpu": 40}}))
+                .contains("prodLowThresholds.cpu")
+        );
         assert!(err(json!({"nodePools": [{"name": "a", "anomalyCondition": {"consecutiveNormalities": 2}}]}))
             .contains("nodePools[0].anomalyCondition.consecutiveAbnormalities"));
-        assert!(err(json!({"nodePools": [{"lowThresholds": {"cpu": 9}, "highThresholds": {"cpu": 8}}]}))
-            .contains("nodePools[0].lowThresholds.cpu"));
+        assert!(
+            err(
+                json!({"nodePools": [{"lowThresholds": {"cpu": 9}, "highThresholds": {"cpu": 8}}]})
+            )
+            .contains("nodePools[0].lowThresholds.cpu")
+        );
         assert!(err(json!({"podSelectors": [{"name": "x", "selector": {"matchExpressions": [{"key": "a", "operator": "Near"}]}}]}))
             .contains("podSelectors[0].selector"));
     }
@@ -513,17 +569,17 @@ mod tests {
     #[test]
     fn pools_start_with_the_default_pool_and_inherit_the_top_level() {
         let a = LowNodeLoadArgs::from_value(json!({
-            "nodeSelector": {"matchLabels": {"tier": "a"}},
-            "lowThresholds": {"cpu": 20}, "highThresholds": {"cpu": 60},
-            "prodLowThresholds": {"cpu": 10}, "prodHighThresholds": {"cpu": 40},
-            "anomalyCondition": {"consecutiveAbnormalities": 2, "consecutiveNormalities": 1},
-            "nodePools": [
-                {"name": "inherits", "nodeSelector": {"matchLabels": {"tier": "b"}}},
-                {"name": "own", "useDeviationThresholds": true,
-                 "lowThresholds": {"memory": 5}, "highThresholds": {"memory": 10},
-                 "resourceWeights": {"memory": 4},
-                 "anomalyCondition": {"consecutiveAbnormalities": 1}}
-            ]}))
+        "nodeSelector": {"matchLabels": {"tier": "a"}},
+        "lowThresholds": {"cpu": 20}, "highThresholds": {"cpu": 60},
+        "prodLowThresholds": {"cpu": 10}, "prodHighThresholds": {"cpu": 40},
+        "anomalyCondition": {"consecutiveAbnormalities": 2, "consecutiveNormalities": 1},
+        "nodePools": [
+            {"name": "inherits", "nodeSelector": {"matchLabels": {"tier": "b"}}},
+            {"name": "own", "useDeviationThresholds": true,
+             "lowThresholds": {"memory": 5}, "highThresholds": {"memory": 10},
+             "resourceWeights": {"memory": 4},
+             "anomalyCondition": {"consecutiveAbnormalities": 1}}
+        ]}))
         .unwrap();
         let pools = a.pools().unwrap();
         let names: Vec<&str> = pools.iter().map(|p| p.name.as_str()).collect();

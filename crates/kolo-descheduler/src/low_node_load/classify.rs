@@ -62,7 +62,11 @@ mod tests {
             (true, 700, 200, NodeClass::Normal),
         ];
         for (schedulable, used, prod, want) in cases {
-            assert_eq!(classify(schedulable, &v(used), &v(prod), &t(), &[Cpu]), want, "{used}/{prod}/{schedulable}");
+            assert_eq!(
+                classify(schedulable, &v(used), &v(prod), &t(), &[Cpu]),
+                want,
+                "{used}/{prod}/{schedulable}"
+            );
         }
     }
 }

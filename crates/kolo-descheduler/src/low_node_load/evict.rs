@@ -12,7 +12,7 @@ use super::NAME;
 use super::anomaly::Detectors;
 use super::classify::over;
 use super::filter::PodFilter;
-use super::fit::{Misfit, PodFit, add_within};
+use super::fit::{Misfit, PodFit, add_within, check_within};
 use super::report::{CandidateReport, CandidateVerdict};
 use super::round::NodeState;
 use super::score::{cmp_candidates, excess, pod_score};
@@ -75,7 +75,13 @@ impl NodeState<'_> {
 
 /// Runs the pass over `sources` (in order) towards `targets`, drawing on
 /// `totals` (the targets' summed headroom, per threshold resource).
-pub fn run(env: &PassEnv<'_>, io: &mut PassIo<'_, '_>, sources: &[usize], targets: &[usize], totals: &mut ResourceVector) {
+pub fn run(
+    env: &PassEnv<'_>,
+    io: &mut PassIo<'_, '_>,
+    sources: &[usize],
+    targets: &[usize],
+    totals: &mut ResourceVector,
+) {
     if targets.is_empty() {
         return;
     }
@@ -85,7 +91,12 @@ pub fn run(env: &PassEnv<'_>, io: &mut PassIo<'_, '_>, sources: &[usize], target
     }
 }
 
-fn candidates<'a>(env: &PassEnv<'_>, io: &mut PassIo<'_, 'a>, src: usize, targets: &[usize]) -> Vec<Candidate<'a>> {
+fn candidates<'a>(
+    env: &PassEnv<'_>,
+    io: &mut PassIo<'_, 'a>,
+    src: usize,
+    targets: &[usize],
+) -> Vec<Candidate<'a>> {
     let source = &io.states[src];
     let (pods, report) = match &source.measured {
         Some(m) => (if env.prod { m.prod_pods.clone() } else { m.pods.clone() }, m.report),
@@ -130,23 +141,41 @@ fn candidates<'a>(env: &PassEnv<'_>, io: &mut PassIo<'_, 'a>, src: usize, target
     for c in &mut out {
         c.score = pod_score(c.metric.as_ref(), &over, env.weights);
     }
-    out.sort_by(|a, b| cmp_candidates((&a.key, a.score), (&b.key, b.score)).then_with(|| a.pod.key().cmp(b.pod.key())));
+    out.sort_by(|a, b| {
+        cmp_candidates((&a.key, a.score), (&b.key, b.score))
+            .then_with(|| a.pod.key().cmp(b.pod.key()))
+    });
     out
 }
 
 /// The first target that takes the pod; its usage stays added there
 /// (Koordinator's "fill": only refused attempts are rolled back).
-fn fit_any(env: &PassEnv<'_>, io: &mut PassIo<'_, '_>, pod: &PodInfo, metric: &ResourceVector, targets: &[usize]) -> Result<usize, String> {
+fn fit_any(
+    env: &PassEnv<'_>,
+    io: &mut PassIo<'_, '_>,
+    pod: &PodInfo,
+    metric: &ResourceVector,
+    targets: &[usize],
+) -> Result<usize, String> {
     let fit = PodFit::of(pod);
     let mut misses: BTreeMap<Misfit, usize> = BTreeMap::new();
     for &t in targets {
-        let requested = *io.requested[t].get_or_insert_with(|| requested_on(&io.states[t]));
-        let state = &mut io.states[t];
-        let result = fit.predicates(state.view, &requested).and_then(|()| {
-            let high = *state.high(env.prod);
-            let used = if env.prod { &mut state.prod_usage } else { &mut state.usage };
-            add_within(used, metric, &high, env.resources)
-        });
+        // The usage check first: it is the cheap one, and once the fill
+        // has taken a target to its threshold, most pods fail it there.
+        let state = &io.states[t];
+        let result =
+            check_within(state.used(env.prod), metric, state.high(env.prod), env.resources)
+                .and_then(|()| {
+                    let requested =
+                        *io.requested[t].get_or_insert_with(|| requested_on(&io.states[t]));
+                    fit.predicates(io.states[t].view, &requested)
+                })
+                .and_then(|()| {
+                    let state = &mut io.states[t];
+                    let high = *state.high(env.prod);
+                    let used = if env.prod { &mut state.prod_usage } else { &mut state.usage };
+                    add_within(used, metric, &high, env.resources)
+                });
         match result {
             Ok(()) => return Ok(t),
             Err(m) => *misses.entry(m).or_default() += 1,
@@ -158,12 +187,19 @@ fn fit_any(env: &PassEnv<'_>, io: &mut PassIo<'_, '_>, pod: &PodInfo, metric: &R
 
 fn requested_on(state: &NodeState<'_>) -> ResourceVector {
     let pods = state.measured.as_ref().map(|m| m.pods.as_slice()).unwrap_or_default();
-    let mut sum = pods.iter().fold(ResourceVector::EMPTY, |acc, p| acc.saturating_add(p.view().requests()));
+    let mut sum =
+        pods.iter().fold(ResourceVector::EMPTY, |acc, p| acc.saturating_add(p.view().requests()));
     sum.set(ResourceName::Pods, pods.len() as i64);
     sum
 }
 
-fn evict(env: &PassEnv<'_>, io: &mut PassIo<'_, '_>, src: usize, candidates: Vec<Candidate<'_>>, totals: &mut ResourceVector) {
+fn evict(
+    env: &PassEnv<'_>,
+    io: &mut PassIo<'_, '_>,
+    src: usize,
+    candidates: Vec<Candidate<'_>>,
+    totals: &mut ResourceVector,
+) {
     let node = io.states[src].view.name().to_owned();
     let mut stopped: Option<String> = None;
     for c in candidates {
@@ -185,7 +221,12 @@ fn evict(env: &PassEnv<'_>, io: &mut PassIo<'_, '_>, src: usize, candidates: Vec
         }
         let reason = reason_text(env, &io.states[src]);
         if !env.dry_run {
-            let request = EvictionRequest { pod: c.pod.view().pod_ref(), node: node.clone(), plugin: NAME, reason: reason.clone() };
+            let request = EvictionRequest {
+                pod: c.pod.view().pod_ref(),
+                node: node.clone(),
+                plugin: NAME,
+                reason: reason.clone(),
+            };
             if let Err(why) = io.evictor.evict(c.pod, request) {
                 entry.verdict = CandidateVerdict::Refused(why);
                 io.report.push(entry);
@@ -211,7 +252,12 @@ fn evict(env: &PassEnv<'_>, io: &mut PassIo<'_, '_>, src: usize, candidates: Vec
 /// Why the loop stops before the next pod: the source is no longer over
 /// its high thresholds (its detector is reset), or some target headroom is
 /// used up.
-fn stop_condition(env: &PassEnv<'_>, io: &mut PassIo<'_, '_>, src: usize, totals: &ResourceVector) -> Option<String> {
+fn stop_condition(
+    env: &PassEnv<'_>,
+    io: &mut PassIo<'_, '_>,
+    src: usize,
+    totals: &ResourceVector,
+) -> Option<String> {
     let state = &io.states[src];
     if !over(state.used(env.prod), state.high(env.prod), env.resources) {
         io.detectors.reset(state.view.name());

@@ -42,7 +42,9 @@ impl PodFilter {
         if self.exclude.iter().any(|n| n == ns) {
             return Err(format!("namespace {ns} is in evictableNamespaces.exclude"));
         }
-        if !self.selectors.is_empty() && !self.selectors.iter().any(|s| s.matches_with(|k| view.label(k))) {
+        if !self.selectors.is_empty()
+            && !self.selectors.iter().any(|s| s.matches_with(|k| view.label(k)))
+        {
             return Err("matches no podSelectors".to_owned());
         }
         Ok(())

@@ -84,6 +84,24 @@ impl PodFit {
     }
 }
 
+fn amount(pod: &ResourceVector, r: ResourceName) -> i64 {
+    if r == ResourceName::Pods { 1 } else { pod.value(r) }
+}
+
+/// Whether adding `pod` to `used` keeps every threshold resource at or
+/// under `high`.
+pub fn check_within(
+    used: &ResourceVector,
+    pod: &ResourceVector,
+    high: &ResourceVector,
+    resources: &[ResourceName],
+) -> Result<(), Misfit> {
+    if resources.iter().any(|&r| used.value(r).saturating_add(amount(pod, r)) > high.value(r)) {
+        return Err(Misfit::OverHighThreshold);
+    }
+    Ok(())
+}
+
 /// Adds `pod` to `used` unless some threshold resource would go over
 /// `high`; on refusal `used` is unchanged.
 pub fn add_within(
@@ -92,10 +110,8 @@ pub fn add_within(
     high: &ResourceVector,
     resources: &[ResourceName],
 ) -> Result<(), Misfit> {
-    let amount = |r| if r == ResourceName::Pods { 1 } else { pod.value(r) };
-    if resources.iter().any(|&r| used.value(r).saturating_add(amount(r)) > high.value(r)) {
-        return Err(Misfit::OverHighThreshold);
-    }
+    check_within(used, pod, high, resources)?;
+    let amount = |r| amount(pod, r);
     for &r in resources {
         used.set(r, used.value(r).saturating_add(amount(r)));
     }
@@ -113,7 +129,9 @@ mod tests {
     use ResourceName::{Cpu, Memory};
 
     fn pod(spec: &str, cpu: i64) -> PodInfo {
-        let object: k8s_openapi::api::core::v1::Pod = serde_saphyr::from_str(&format!("metadata: {{name: p, namespace: ns}}\nspec:\n  containers: []\n{spec}"))
+        let object: k8s_openapi::api::core::v1::Pod = serde_saphyr::from_str(&format!(
+            "metadata: {{name: p, namespace: ns}}\nspec:\n  containers: []\n{spec}"
+        ))
         .unwrap();
         let view = PodView::new("ns", "p").with_requests(ResourceVector::cpu_memory(cpu, 0));
         PodInfo::from_parts(Arc::new(object), view)
@@ -129,17 +147,32 @@ mod tests {
         let free = ResourceVector::EMPTY;
         let plain = PodFit::of(&pod("", 1000));
         assert_eq!(plain.predicates(&node(), &free), Ok(()));
-        assert_eq!(plain.predicates(&node().with_unschedulable(true), &free), Err(Misfit::Unschedulable));
+        assert_eq!(
+            plain.predicates(&node().with_unschedulable(true), &free),
+            Err(Misfit::Unschedulable)
+        );
         let zone = PodFit::of(&pod("  nodeSelector: {zone: a}\n", 1000));
         assert_eq!(zone.predicates(&node(), &free), Err(Misfit::Affinity));
         let labelled = node().with_labels(StringMap::from_iter([("zone", "a")]));
         assert_eq!(zone.predicates(&labelled, &free), Ok(()));
         let taint = |effect| vec![Taint { key: "k".into(), value: "v".into(), effect }];
-        assert_eq!(plain.predicates(&node().with_taints(taint(TaintEffect::NoSchedule)), &free), Err(Misfit::Taint));
-        assert_eq!(plain.predicates(&node().with_taints(taint(TaintEffect::NoExecute)), &free), Err(Misfit::Taint));
-        assert_eq!(plain.predicates(&node().with_taints(taint(TaintEffect::PreferNoSchedule)), &free), Ok(()));
+        assert_eq!(
+            plain.predicates(&node().with_taints(taint(TaintEffect::NoSchedule)), &free),
+            Err(Misfit::Taint)
+        );
+        assert_eq!(
+            plain.predicates(&node().with_taints(taint(TaintEffect::NoExecute)), &free),
+            Err(Misfit::Taint)
+        );
+        assert_eq!(
+            plain.predicates(&node().with_taints(taint(TaintEffect::PreferNoSchedule)), &free),
+            Ok(())
+        );
         let tolerant = PodFit::of(&pod("  tolerations: [{key: k, operator: Exists}]\n", 1000));
-        assert_eq!(tolerant.predicates(&node().with_taints(taint(TaintEffect::NoSchedule)), &free), Ok(()));
+        assert_eq!(
+            tolerant.predicates(&node().with_taints(taint(TaintEffect::NoSchedule)), &free),
+            Ok(())
+        );
         // 4000m allocatable, 3500m requested by the pods there: 500m free.
         let busy = ResourceVector::EMPTY.with(Cpu, 3500);
         assert_eq!(plain.predicates(&node(), &busy), Err(Misfit::Resources));
@@ -150,10 +183,15 @@ mod tests {
     fn usage_is_added_only_when_every_resource_stays_under_high() {
         let high = ResourceVector::cpu_memory(2000, 1000);
         let mut used = ResourceVector::cpu_memory(1500, 100);
-        assert_eq!(add_within(&mut used, &ResourceVector::cpu_memory(600, 0), &high, &[Cpu, Memory]),
-            Err(Misfit::OverHighThreshold));
+        assert_eq!(
+            add_within(&mut used, &ResourceVector::cpu_memory(600, 0), &high, &[Cpu, Memory]),
+            Err(Misfit::OverHighThreshold)
+        );
         assert_eq!(used, ResourceVector::cpu_memory(1500, 100), "rolled back");
-        assert_eq!(add_within(&mut used, &ResourceVector::cpu_memory(500, 900), &high, &[Cpu, Memory]), Ok(()));
+        assert_eq!(
+            add_within(&mut used, &ResourceVector::cpu_memory(500, 900), &high, &[Cpu, Memory]),
+            Ok(())
+        );
         assert_eq!(used, ResourceVector::cpu_memory(2000, 1000), "equal to high still fits");
     }
 }

@@ -55,10 +55,10 @@ struct Classes {
 impl LowNodeLoad {
     /// Runs pool `index`; nodes in `processed` are skipped and the pool's
     /// sources are added to it.
-    pub(super) fn run_pool<'a>(
+    pub(super) fn run_pool(
         &mut self,
         index: usize,
-        cluster: &'a Cluster,
+        cluster: &Cluster,
         evictor: &mut dyn Evictor,
         now: Timestamp,
         processed: &mut HashSet<String>,
@@ -67,14 +67,19 @@ impl LowNodeLoad {
         let percents = PoolPercents::complete(&pool);
         let mut states = self.measure_pool(&pool, &percents, cluster, processed, now);
         let averages = percents.deviation.then(|| {
-            let measured: Vec<&NodeState> = states.iter().filter(|s| s.measured.is_some()).collect();
-            Averages::of(&percents.resources, measured.iter().map(|s| (&s.alloc, &s.usage, &s.prod_usage)))
+            let measured: Vec<&NodeState> =
+                states.iter().filter(|s| s.measured.is_some()).collect();
+            Averages::of(
+                &percents.resources,
+                measured.iter().map(|s| (&s.alloc, &s.usage, &s.prod_usage)),
+            )
         });
         let r = &percents.resources;
         let mut classes = Classes::default();
         for (i, s) in states.iter_mut().enumerate().filter(|(_, s)| s.measured.is_some()) {
             s.thresholds = NodeThresholds::of(&percents, &s.alloc, averages.as_ref());
-            s.class = classify(!s.view.is_unschedulable(), &s.usage, &s.prod_usage, &s.thresholds, r);
+            s.class =
+                classify(!s.view.is_unschedulable(), &s.usage, &s.prod_usage, &s.thresholds, r);
             match s.class {
                 NodeClass::Low => classes.low.push(i),
                 NodeClass::BothLow => classes.both_low.push(i),
@@ -85,10 +90,31 @@ impl LowNodeLoad {
             }
         }
         let mut nodes: Vec<NodeReport> = states.iter().map(|s| node_report(s, r)).collect();
-        let mut report = PoolReport { pool: pool.name.clone(), nodes: Vec::new(), candidates: Vec::new(), stopped: String::new() };
-        let order = self.decide(&pool, &percents, averages.as_ref(), &mut states, &classes, &mut nodes, &mut report, evictor, now);
+        let mut report = PoolReport {
+            pool: pool.name.clone(),
+            nodes: Vec::new(),
+            candidates: Vec::new(),
+            stopped: String::new(),
+        };
+        let order = self.decide(
+            &pool,
+            &percents,
+            averages.as_ref(),
+            &mut states,
+            &classes,
+            &mut nodes,
+            &mut report,
+            evictor,
+            now,
+        );
         if report.stopped.is_empty() {
-            processed.extend(classes.sources.iter().chain(&classes.prod_high).map(|&i| states[i].view.name().to_owned()));
+            processed.extend(
+                classes
+                    .sources
+                    .iter()
+                    .chain(&classes.prod_high)
+                    .map(|&i| states[i].view.name().to_owned()),
+            );
         }
         // Sources first in processing order, then the rest by name.
         let mut taken = vec![false; nodes.len()];
@@ -99,7 +125,8 @@ impl LowNodeLoad {
                 ordered.push(nodes[i].clone());
             }
         }
-        let mut rest: Vec<NodeReport> = nodes.into_iter().zip(taken).filter(|(_, t)| !t).map(|(n, _)| n).collect();
+        let mut rest: Vec<NodeReport> =
+            nodes.into_iter().zip(taken).filter(|(_, t)| !t).map(|(n, _)| n).collect();
         rest.sort_by(|a, b| a.node.cmp(&b.node));
         ordered.extend(rest);
         report.nodes = ordered;
@@ -122,13 +149,23 @@ impl LowNodeLoad {
             .filter(|n| pool.selector.as_ref().is_none_or(|s| s.matches(n.labels())))
             .map(|view| {
                 let alloc = estimate_node(view).allocatable;
-                let (measured, note) = match measure(cluster, view, &percents.resources, expiration, now) {
-                    Ok(m) => (Some(m), ""),
-                    Err(note) => (None, note),
-                };
+                let (measured, note) =
+                    match measure(cluster, view, &percents.resources, expiration, now) {
+                        Ok(m) => (Some(m), ""),
+                        Err(note) => (None, note),
+                    };
                 let usage = measured.as_ref().map(|m| m.usage).unwrap_or_default();
                 let prod_usage = measured.as_ref().map(|m| m.prod_usage).unwrap_or_default();
-                NodeState { view, alloc, measured, note, usage, prod_usage, thresholds: NodeThresholds::default(), class: NodeClass::NoMetric }
+                NodeState {
+                    view,
+                    alloc,
+                    measured,
+                    note,
+                    usage,
+                    prod_usage,
+                    thresholds: NodeThresholds::default(),
+                    class: NodeClass::NoMetric,
+                }
             })
             .collect()
     }
@@ -199,13 +236,24 @@ impl LowNodeLoad {
                 node_score(used, &s.alloc, &with_pods(r), weights)
             };
             let mut scored: Vec<(i64, usize)> = list.iter().map(|&i| (score(i), i)).collect();
-            scored.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| states[a.1].view.name().cmp(states[b.1].view.name())));
+            scored.sort_by(|a, b| {
+                b.0.cmp(&a.0).then_with(|| states[a.1].view.name().cmp(states[b.1].view.name()))
+            });
             for &(sc, i) in &scored {
                 nodes[i].score = Some(sc);
             }
             *list = scored.into_iter().map(|(_, i)| i).collect();
         }
-        self.passes(pool, percents, averages, states, classes, (&sources, &prod_sources), report, evictor);
+        self.passes(
+            pool,
+            percents,
+            averages,
+            states,
+            classes,
+            (&sources, &prod_sources),
+            report,
+            evictor,
+        );
         for &i in &sources {
             self.detectors.mark_normal(states[i].view.name(), cond, now);
         }
@@ -235,17 +283,31 @@ impl LowNodeLoad {
             .iter()
             .enumerate()
             .map(|(i, p)| {
-                let pct = |low, high, mean: Option<f64>| effective(low, high, mean).map_or(100.0, |(_, h)| h);
-                (pct(p.low, p.high, averages.map(|a| a.node[i])), pct(p.prod_low, p.prod_high, averages.map(|a| a.prod[i])))
+                let pct = |low, high, mean: Option<f64>| {
+                    effective(low, high, mean).map_or(100.0, |(_, h)| h)
+                };
+                (
+                    pct(p.low, p.high, averages.map(|a| a.node[i])),
+                    pct(p.prod_low, p.prod_high, averages.map(|a| a.prod[i])),
+                )
             })
             .collect();
         let headroom = |list: &[usize], states: &[NodeState<'_>], prod: bool| {
             let mut total = zero(r);
             for &i in list {
                 let s = &states[i];
-                let (high, used) = if prod { (&s.thresholds.prod_high, &s.prod_usage) } else { (&s.thresholds.high, &s.usage) };
+                let (high, used) = if prod {
+                    (&s.thresholds.prod_high, &s.prod_usage)
+                } else {
+                    (&s.thresholds.high, &s.usage)
+                };
                 for &res in r {
-                    total.set(res, total.value(res).saturating_add(high.value(res).saturating_sub(used.value(res))));
+                    total.set(
+                        res,
+                        total
+                            .value(res)
+                            .saturating_add(high.value(res).saturating_sub(used.value(res))),
+                    );
                 }
             }
             total
@@ -266,13 +328,21 @@ impl LowNodeLoad {
             prod: false,
         };
         let targets: Vec<usize> = classes.low.iter().chain(&classes.both_low).copied().collect();
-        let mut io = PassIo { states, requested: &mut requested, evictor, filter: &filter, detectors: &mut self.detectors, report: &mut report.candidates };
+        let mut io = PassIo {
+            states,
+            requested: &mut requested,
+            evictor,
+            filter: &filter,
+            detectors: &mut self.detectors,
+            report: &mut report.candidates,
+        };
         run(&env, &mut io, sources, &targets, &mut node_total);
         // What is left of the both-low headroom after the node pass.
         both_node = both_node.min(&node_total);
         let mut prod_total = prod_only.saturating_add(&both_prod.min(&both_node));
         env.prod = true;
-        let prod_targets: Vec<usize> = classes.prod_low.iter().chain(&classes.both_low).copied().collect();
+        let prod_targets: Vec<usize> =
+            classes.prod_low.iter().chain(&classes.both_low).copied().collect();
         io.detectors = &mut self.prod_detectors;
         run(&env, &mut io, prod_sources, &prod_targets, &mut prod_total);
     }
@@ -308,5 +378,12 @@ fn node_report(s: &NodeState<'_>, resources: &[ResourceName]) -> NodeReport {
             })
             .collect()
     };
-    NodeReport { node: s.view.name().to_owned(), class: s.class, note: s.note.to_owned(), usage, abnormal: None, score: None }
+    NodeReport {
+        node: s.view.name().to_owned(),
+        class: s.class,
+        note: s.note.to_owned(),
+        usage,
+        abnormal: None,
+        score: None,
+    }
 }

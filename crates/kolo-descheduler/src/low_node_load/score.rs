@@ -22,7 +22,8 @@ pub fn node_score(
     for &r in resources {
         let w = weights.get(&r).copied().unwrap_or(0);
         let a = alloc.value(r);
-        let s = if a <= 0 { 0 } else { (usage.value(r).clamp(0, a) as i128 * 1000 / a as i128) as i64 };
+        let s =
+            if a <= 0 { 0 } else { (usage.value(r).clamp(0, a) as i128 * 1000 / a as i128) as i64 };
         sum = sum.saturating_add(s.saturating_mul(w));
         weight_sum = weight_sum.saturating_add(w);
     }
@@ -53,7 +54,11 @@ pub fn pod_score(
 }
 
 /// The resources of `used` over `high`, with the excess.
-pub fn excess(used: &ResourceVector, high: &ResourceVector, resources: &[ResourceName]) -> Vec<(ResourceName, i64)> {
+pub fn excess(
+    used: &ResourceVector,
+    high: &ResourceVector,
+    resources: &[ResourceName],
+) -> Vec<(ResourceName, i64)> {
     resources
         .iter()
         .filter(|&&r| used.value(r) > high.value(r))

@@ -33,7 +33,12 @@ fn pod(name: &str, node: &str, class: PriorityClass) -> PodInfo {
     PodInfo::from_parts(Arc::new(Default::default()), view)
 }
 
-fn report(node: &str, now: Timestamp, system_cpu: i64, pods: &[(&str, i64)]) -> Arc<NodeUsageReport> {
+fn report(
+    node: &str,
+    now: Timestamp,
+    system_cpu: i64,
+    pods: &[(&str, i64)],
+) -> Arc<NodeUsageReport> {
     Arc::new(NodeUsageReport {
         node: node.into(),
         update_time: Some(now),
@@ -59,7 +64,11 @@ fn cluster(now: Timestamp) -> Cluster {
     Cluster::new(
         vec![node("hot"), node("t1"), node("t2")],
         pods,
-        [report("hot", now, 400, &hot_pods), report("t1", now, 400, &[]), report("t2", now, 400, &[])],
+        [
+            report("hot", now, 400, &hot_pods),
+            report("t1", now, 400, &[]),
+            report("t2", now, 400, &[]),
+        ],
     )
 }
 
@@ -104,7 +113,8 @@ fn evicts_the_best_covering_pods_until_the_node_is_under_high() {
     // p3 500, p4 333. p1 leaves 2200 (still over), p2 leaves 1400.
     let reason = "node is overutilized, node cpu usage(80.00%)>threshold(50.00%)";
     let second = "node is overutilized, node cpu usage(55.00%)>threshold(50.00%)";
-    let stop = CandidateVerdict::NotReached("node usage is no longer over its high thresholds".into());
+    let stop =
+        CandidateVerdict::NotReached("node usage is no longer over its high thresholds".into());
     // Fit fills the targets (high 2000m, at 400m): p1 → t1 (1400), p2 → t2
     // (1200), p3 → t1 (2000), p4 → t2 (1600).
     assert_eq!(
@@ -122,8 +132,12 @@ fn evicts_the_best_covering_pods_until_the_node_is_under_high() {
     assert_eq!((ev.evicted[0].node.as_str(), ev.evicted[0].plugin), ("hot", NAME));
     // Nodes: the source first, its score (cpu 800 and memory 0, weights
     // 1 and 1) = 400, then the rest by name.
-    let classes: Vec<(&str, NodeClass)> = r.nodes.iter().map(|n| (n.node.as_str(), n.class)).collect();
-    assert_eq!(classes, [("hot", NodeClass::Source), ("t1", NodeClass::BothLow), ("t2", NodeClass::BothLow)]);
+    let classes: Vec<(&str, NodeClass)> =
+        r.nodes.iter().map(|n| (n.node.as_str(), n.class)).collect();
+    assert_eq!(
+        classes,
+        [("hot", NodeClass::Source), ("t1", NodeClass::BothLow), ("t2", NodeClass::BothLow)]
+    );
     assert_eq!((r.nodes[0].score, r.nodes[0].abnormal), (Some(400), Some(true)));
     let cpu = &r.nodes[0].usage[0];
     assert_eq!((cpu.resource.as_str(), cpu.used, cpu.low, cpu.high), ("cpu", 3200, 800, 2000));
@@ -160,9 +174,17 @@ fn consecutive_abnormalities_five_fire_on_the_sixth_round_and_one_bypasses() {
 #[test]
 fn stop_conditions() {
     let now = at(0);
-    let run = |p: &mut LowNodeLoad, c: &Cluster| p.balance(c, &mut Recorder::default(), now)[0].stopped.clone();
-    assert_eq!(run(&mut plugin(json!({"numberOfNodes": 2})), &cluster(now)), "low nodes 2 <= numberOfNodes 2");
-    assert_eq!(run(&mut plugin(json!({"highThresholds": {"cpu": 90}})), &cluster(now)), "no source nodes");
+    let run = |p: &mut LowNodeLoad, c: &Cluster| {
+        p.balance(c, &mut Recorder::default(), now)[0].stopped.clone()
+    };
+    assert_eq!(
+        run(&mut plugin(json!({"numberOfNodes": 2})), &cluster(now)),
+        "low nodes 2 <= numberOfNodes 2"
+    );
+    assert_eq!(
+        run(&mut plugin(json!({"highThresholds": {"cpu": 90}})), &cluster(now)),
+        "no source nodes"
+    );
     // The only other node is cordoned: neither low nor prod-low. (A
     // schedulable node between the thresholds would be prod-low: missing
     // prod thresholds are 100 %.)
@@ -175,20 +197,26 @@ fn stop_conditions() {
     // An expired report makes the node NoMetric.
     let stale = Cluster::new(vec![node("hot")], Vec::new(), [report("hot", at(-180), 3900, &[])]);
     let r = &plugin(json!({})).balance(&stale, &mut Recorder::default(), now)[0];
-    assert_eq!((r.nodes[0].class, r.nodes[0].note.as_str()), (NodeClass::NoMetric, "NodeMetric expired"));
-    assert!(plugin(json!({"paused": true})).balance(&cluster(now), &mut Recorder::default(), now).is_empty());
+    assert_eq!(
+        (r.nodes[0].class, r.nodes[0].note.as_str()),
+        (NodeClass::NoMetric, "NodeMetric expired")
+    );
+    assert!(
+        plugin(json!({"paused": true}))
+            .balance(&cluster(now), &mut Recorder::default(), now)
+            .is_empty()
+    );
 }
 
 #[test]
 fn the_sort_keys_come_before_the_usage_score_and_age_breaks_ties() {
     let now = at(0);
     let hot_pods = [("big", 1200), ("free", 100), ("old", 300), ("new", 300)];
-    let mut pods = vec![
-        pod("big", "hot", PriorityClass::Batch),
-        pod("free", "hot", PriorityClass::Free),
-    ];
+    let mut pods =
+        vec![pod("big", "hot", PriorityClass::Batch), pod("free", "hot", PriorityClass::Free)];
     for (name, t) in [("old", 10), ("new", 20)] {
-        let view = pod(name, "hot", PriorityClass::Batch).view().clone().with_creation_timestamp(at(t));
+        let view =
+            pod(name, "hot", PriorityClass::Batch).view().clone().with_creation_timestamp(at(t));
         pods.push(PodInfo::from_parts(Arc::new(Default::default()), view));
     }
     // 2000 + 1900 = 3900m, high 2000: excess 1900.
@@ -198,7 +226,8 @@ fn the_sort_keys_come_before_the_usage_score_and_age_breaks_ties() {
         [report("hot", now, 2000, &hot_pods), report("t1", now, 0, &[]), report("t2", now, 0, &[])],
     );
     let r = &plugin(json!({"dryRun": true})).balance(&c, &mut Recorder::default(), now)[0];
-    let order: Vec<(&str, i64)> = r.candidates.iter().map(|c| (c.pod.as_str(), c.usage_score)).collect();
+    let order: Vec<(&str, i64)> =
+        r.candidates.iter().map(|c| (c.pod.as_str(), c.usage_score)).collect();
     // free first (class), then big (1200/1900 = 631), then the 300m pods
     // (157) newer first.
     assert_eq!(order, [("ns/free", 52), ("ns/big", 631), ("ns/new", 157), ("ns/old", 157)]);
@@ -207,7 +236,11 @@ fn the_sort_keys_come_before_the_usage_score_and_age_breaks_ties() {
 #[test]
 fn the_prod_pass_moves_prod_pods_off_prod_hot_nodes() {
     let now = at(0);
-    let pods = vec![pod("a", "phot", PriorityClass::Prod), pod("b", "phot", PriorityClass::Prod), pod("c", "phot", PriorityClass::Batch)];
+    let pods = vec![
+        pod("a", "phot", PriorityClass::Prod),
+        pod("b", "phot", PriorityClass::Prod),
+        pod("c", "phot", PriorityClass::Batch),
+    ];
     // phot: 200 + 1000 + 500 + 100 = 1800m (45 %: normal for node usage),
     // prod 1500m (37.5 % > prod high 30 %). t1 at 200m is both-low.
     let c = Cluster::new(
@@ -225,8 +258,12 @@ fn the_prod_pass_moves_prod_pods_off_prod_hot_nodes() {
     assert_eq!(r.nodes[0].class, NodeClass::ProdHigh);
     // Excess 1500 - 1200 = 300: b (500/300 → 1/1.67 + 1 = 1600) before
     // a (1000/300 → 1300); b alone brings prod usage to 1000 ≤ 1200.
-    let evicted: Vec<(&str, bool, &str)> = r.evicted().map(|c| (c.pod.as_str(), c.prod, c.node.as_str())).collect();
+    let evicted: Vec<(&str, bool, &str)> =
+        r.evicted().map(|c| (c.pod.as_str(), c.prod, c.node.as_str())).collect();
     assert_eq!(evicted, [("ns/b", true, "phot")]);
-    assert_eq!(ev.evicted[0].reason, "node is overutilized, prod cpu usage(37.50%)>threshold(30.00%)");
+    assert_eq!(
+        ev.evicted[0].reason,
+        "node is overutilized, prod cpu usage(37.50%)>threshold(30.00%)"
+    );
     assert!(r.candidates.iter().all(|c| c.pod != "ns/c"), "only prod pods are prod candidates");
 }

@@ -47,7 +47,8 @@ impl PoolPercents {
         resources.sort_by(|a, b| a.as_str().cmp(b.as_str()));
         resources.dedup();
         let missing = if pool.deviation { 0.0 } else { 100.0 };
-        let get = |m: &std::collections::BTreeMap<ResourceName, f64>, r| *m.get(r).unwrap_or(&missing);
+        let get =
+            |m: &std::collections::BTreeMap<ResourceName, f64>, r| *m.get(r).unwrap_or(&missing);
         let percents = resources
             .iter()
             .map(|r| Percents {
@@ -100,10 +101,13 @@ impl Averages {
     /// allocatable of a resource adds 0 but still counts in the divisor.
     pub fn of<'a>(
         resources: &[ResourceName],
-        nodes: impl ExactSizeIterator<Item = (&'a ResourceVector, &'a ResourceVector, &'a ResourceVector)>,
+        nodes: impl ExactSizeIterator<
+            Item = (&'a ResourceVector, &'a ResourceVector, &'a ResourceVector),
+        >,
     ) -> Averages {
         let count = nodes.len();
-        let mut out = Averages { node: vec![0.0; resources.len()], prod: vec![0.0; resources.len()] };
+        let mut out =
+            Averages { node: vec![0.0; resources.len()], prod: vec![0.0; resources.len()] };
         for (alloc, usage, prod) in nodes {
             for (i, &r) in resources.iter().enumerate() {
                 let a = alloc.value(r);
@@ -135,7 +139,11 @@ pub fn effective(low: f64, high: f64, mean: Option<f64>) -> Option<(f64, f64)> {
 impl NodeThresholds {
     /// Step 4 for one node with raw allocatable `alloc`; `averages` is
     /// `Some` in deviation mode.
-    pub fn of(pool: &PoolPercents, alloc: &ResourceVector, averages: Option<&Averages>) -> NodeThresholds {
+    pub fn of(
+        pool: &PoolPercents,
+        alloc: &ResourceVector,
+        averages: Option<&Averages>,
+    ) -> NodeThresholds {
         let mut t = NodeThresholds::default();
         for (i, (&r, p)) in pool.resources.iter().zip(&pool.percents).enumerate() {
             let a = alloc.value(r);
@@ -169,10 +177,17 @@ mod tests {
 
     #[test]
     fn completion_adds_memory_and_fills_missing_entries() {
-        let p = pool(serde_json::json!({"lowThresholds": {"cpu": 30}, "highThresholds": {"cpu": 60}}));
+        let p =
+            pool(serde_json::json!({"lowThresholds": {"cpu": 30}, "highThresholds": {"cpu": 60}}));
         assert_eq!(p.resources, [Cpu, Memory]);
-        assert_eq!(p.percents[0], Percents { low: 30.0, high: 60.0, prod_low: 100.0, prod_high: 100.0 });
-        assert_eq!(p.percents[1], Percents { low: 100.0, high: 100.0, prod_low: 100.0, prod_high: 100.0 });
+        assert_eq!(
+            p.percents[0],
+            Percents { low: 30.0, high: 60.0, prod_low: 100.0, prod_high: 100.0 }
+        );
+        assert_eq!(
+            p.percents[1],
+            Percents { low: 100.0, high: 100.0, prod_low: 100.0, prod_high: 100.0 }
+        );
         let d = pool(serde_json::json!({"useDeviationThresholds": true,
             "lowThresholds": {"cpu": 10}, "highThresholds": {"cpu": 10}}));
         assert_eq!(d.percents[1], Percents { low: 0.0, high: 0.0, prod_low: 0.0, prod_high: 0.0 });
@@ -198,12 +213,21 @@ mod tests {
             "lowThresholds": {"cpu": 10, "memory": 0}, "highThresholds": {"cpu": 15, "memory": 5}}));
         // Three nodes: cpu 50% and 20% of 4 cores, and one with no cpu
         // allocatable (adds 0, still counted): mean cpu = (50+20+0)/3 = 23.33%.
-        let allocs = [ResourceVector::cpu_memory(4000, 8 * GI), ResourceVector::cpu_memory(4000, 8 * GI),
-            ResourceVector::cpu_memory(0, 8 * GI)];
-        let usages = [ResourceVector::cpu_memory(2000, 2 * GI), ResourceVector::cpu_memory(800, 0),
-            ResourceVector::cpu_memory(500, 0)];
+        let allocs = [
+            ResourceVector::cpu_memory(4000, 8 * GI),
+            ResourceVector::cpu_memory(4000, 8 * GI),
+            ResourceVector::cpu_memory(0, 8 * GI),
+        ];
+        let usages = [
+            ResourceVector::cpu_memory(2000, 2 * GI),
+            ResourceVector::cpu_memory(800, 0),
+            ResourceVector::cpu_memory(500, 0),
+        ];
         let prods = [ResourceVector::EMPTY; 3];
-        let avg = Averages::of(&p.resources, allocs.iter().zip(&usages).zip(&prods).map(|((a, u), p)| (a, u, p)));
+        let avg = Averages::of(
+            &p.resources,
+            allocs.iter().zip(&usages).zip(&prods).map(|((a, u), p)| (a, u, p)),
+        );
         assert!((avg.node[0] - 70.0 / 3.0).abs() < 1e-9, "{:?}", avg.node);
         let t = NodeThresholds::of(&p, &allocs[0], Some(&avg));
         // low = 13.33% of 4000 = 533, high = 38.33% = 1533.

@@ -43,7 +43,8 @@ pub fn measure<'a>(
     if now.duration_since(updated).as_secs_f64() >= expiration_seconds as f64 {
         return Err("NodeMetric expired");
     }
-    let pods: Vec<&PodInfo> = cluster.pods_on(node.name()).filter(|p| !p.view().is_terminated()).collect();
+    let pods: Vec<&PodInfo> =
+        cluster.pods_on(node.name()).filter(|p| !p.view().is_terminated()).collect();
     let prod_pods: Vec<&PodInfo> =
         pods.iter().copied().filter(|p| p.view().priority_class() == PriorityClass::Prod).collect();
     let mut prod_keys: Vec<&str> = prod_pods.iter().map(|p| p.key()).collect();

@@ -241,7 +241,9 @@ impl PreScore for NodeAffinity {
 
 impl Score for NodeAffinity {
     fn score(&self, _: &CycleContext, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> i64 {
-        let sum = |p: &Preferred| p.0.iter().filter(|(_, t)| t.matches(node.view())).map(|(w, _)| w).sum();
+        let sum = |p: &Preferred| {
+            p.0.iter().filter(|(_, t)| t.matches(node.view())).map(|(w, _)| w).sum()
+        };
         match state.read::<Preferred>() {
             Some(p) => sum(p),
             None => sum(&preferred(pod.pod())),
