@@ -73,7 +73,9 @@ fn cluster(now: Timestamp) -> Cluster {
 }
 
 fn plugin(extra: serde_json::Value) -> LowNodeLoad {
-    let mut args = json!({"lowThresholds": {"cpu": 20}, "highThresholds": {"cpu": 50},
+    let deviation = extra.get("useDeviationThresholds").is_some();
+    let (low, high) = if deviation { (10, 10) } else { (20, 50) };
+    let mut args = json!({"lowThresholds": {"cpu": low}, "highThresholds": {"cpu": high},
         "anomalyCondition": {"consecutiveAbnormalities": 1}});
     if let (Some(a), Some(e)) = (args.as_object_mut(), extra.as_object()) {
         a.extend(e.clone());
@@ -266,4 +268,49 @@ fn the_prod_pass_moves_prod_pods_off_prod_hot_nodes() {
         "node is overutilized, prod cpu usage(37.50%)>threshold(30.00%)"
     );
     assert!(r.candidates.iter().all(|c| c.pod != "ns/c"), "only prod pods are prod candidates");
+}
+
+#[test]
+fn deviation_mode_reports_the_effective_threshold() {
+    let now = at(0);
+    // Mean cpu usage (80 + 10 + 10) / 3 = 33.33 %: low 23.33 % (933m),
+    // high 43.33 % (1733m).
+    let c = Cluster::new(
+        vec![node("hot"), node("t1"), node("t2")],
+        vec![pod("p1", "hot", PriorityClass::Batch)],
+        [
+            report("hot", now, 2000, &[("p1", 1200)]),
+            report("t1", now, 400, &[]),
+            report("t2", now, 400, &[]),
+        ],
+    );
+    let mut ev = Recorder::default();
+    let r = &plugin(json!({"useDeviationThresholds": true})).balance(&c, &mut ev, now)[0];
+    let cpu = &r.nodes[0].usage[0];
+    assert_eq!((cpu.low, cpu.high), (933, 1733));
+    // Koordinator prints the configured deviation (10.00 %) here; kolo
+    // prints the threshold the node was compared with.
+    assert_eq!(
+        ev.evicted[0].reason,
+        "node is overutilized, node cpu usage(80.00%)>threshold(43.33%)"
+    );
+}
+
+#[test]
+fn the_reason_names_every_resource_over_high_sorted_by_name() {
+    let now = at(0);
+    let mut hot = (*report("hot", now, 2000, &[("p1", 1200)])).clone();
+    hot.system_usage.set(ResourceName::Memory, 6 * GI);
+    let c = Cluster::new(
+        vec![node("hot"), node("t1"), node("t2")],
+        vec![pod("p1", "hot", PriorityClass::Batch)],
+        [Arc::new(hot), report("t1", now, 400, &[]), report("t2", now, 400, &[])],
+    );
+    let mut ev = Recorder::default();
+    let args = json!({"lowThresholds": {"memory": 20, "cpu": 20}, "highThresholds": {"memory": 50, "cpu": 50}});
+    plugin(args).balance(&c, &mut ev, now);
+    assert_eq!(
+        ev.evicted[0].reason,
+        "node is overutilized, node cpu usage(80.00%)>threshold(50.00%), node memory usage(75.00%)>threshold(50.00%)"
+    );
 }
