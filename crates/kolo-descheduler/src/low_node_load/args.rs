@@ -256,6 +256,12 @@ pub struct NodePool {
 impl LowNodeLoadArgs {
     /// Reads, defaults and validates the args; errors name the field.
     pub fn from_value(value: serde_json::Value) -> Result<LowNodeLoadArgs, Error> {
+        let value = match value {
+            serde_json::Value::Null => serde_json::Value::Object(Default::default()),
+            serde_json::Value::Object(_) => value,
+            // Serde would read a struct from an array, field by field.
+            other => return Err(invalid("(args)", format!("expected an object, got {other}"))),
+        };
         let args: LowNodeLoadArgs = serde_path_to_error::deserialize(value)
             .map_err(|e| invalid(e.path().to_string(), e.inner().to_string()))?;
         let args = args.defaulted();
@@ -531,6 +537,11 @@ mod tests {
                 .contains("anomalyCondition.timeout")
         );
         assert!(err(json!({"lowThreshold": {}})).contains("unknown field `lowThreshold`"));
+        assert!(err(json!([])).contains("expected an object"));
+        assert!(
+            err(json!({"nodePools": [{"lowThresholds": {"cpu": "x"}}]}))
+                .starts_with("LowNodeLoadArgs nodePools[0].lowThresholds.cpu: invalid type")
+        );
         let low_over_high =
             err(json!({"lowThresholds": {"cpu": 60}, "highThresholds": {"cpu": 50}}));
         assert_eq!(
