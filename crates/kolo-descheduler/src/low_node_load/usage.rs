@@ -27,7 +27,8 @@ pub struct Measured<'a> {
     pub report: &'a NodeUsageReport,
 }
 
-/// Why a node has no usage this round.
+/// Measures `node` over `resources`; `Err` says why it has no usable
+/// report this round (the node is then `NoMetric`).
 pub fn measure<'a>(
     cluster: &'a Cluster,
     node: &NodeView,
