@@ -184,3 +184,197 @@ fn non_retryable(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::super::testing::*;
+    use super::*;
+
+    fn names(jobs: &[&PodMigrationJob]) -> Vec<String> {
+        jobs.iter().map(|j| job::name(j)).collect()
+    }
+
+    #[test]
+    fn the_four_sorts_order_pending_jobs() {
+        // Pods: a free (evicted first), b prod, c and d of batch Job "bj"
+        // (c prod, d free), e of batch Job "bk" which already has a
+        // migrating pod (m).
+        let owned = |kind: &'static str, uid: &'static str, class: &'static str| {
+            move |v: &mut serde_json::Value| {
+                v["metadata"]["ownerReferences"] = json!([{"apiVersion": "batch/v1", "kind": kind, "name": uid, "uid": uid, "controller": true}]);
+                v["metadata"]["labels"] = json!({"koordinator.sh/priority-class": class});
+            }
+        };
+        let pods = vec![
+            pod_with("app", "a", Some("n1"), owned("ReplicaSet", "rs", "koord-free")),
+            pod_with("app", "b", Some("n1"), owned("ReplicaSet", "rs", "koord-prod")),
+            pod_with("app", "c", Some("n1"), owned("Job", "bj", "koord-prod")),
+            pod_with("app", "d", Some("n1"), owned("Job", "bj", "koord-free")),
+            pod_with("app", "e", Some("n1"), owned("Job", "bk", "koord-prod")),
+            pod_with("app", "m", Some("n1"), owned("Job", "bk", "koord-prod")),
+        ];
+        let jobs = vec![
+            job_with("ja", "app", "a", "Pending", 10, |_| {}),
+            job_with("jb", "app", "b", "Pending", 20, |_| {}),
+            job_with("jc", "app", "c", "Pending", 30, |_| {}),
+            job_with("jd", "app", "d", "Pending", 40, |_| {}),
+            job_with("je", "app", "e", "Pending", 50, |_| {}),
+            job_with("jx", "app", "gone", "Pending", 5, |_| {}),
+        ];
+        let c = cluster(pods, jobs.clone(), vec![]);
+        let refs: Vec<&PodMigrationJob> = jobs.iter().map(|j| &**j).collect();
+        let mut load = Load::new(&c);
+        // Without migrating pods: missing pod first, then by pod — free d
+        // and a, prod e, c and b, each tie newest first (sort 1) — then c
+        // pulled next to d (same Job bj).
+        let sorted = sort_jobs(refs.clone(), &c, &load);
+        assert_eq!(names(&sorted), ["jx", "jd", "jc", "ja", "je", "jb"]);
+        // Job bk has a migrating pod: its jobs go first.
+        load.add(&c, "app", "m");
+        let sorted = sort_jobs(refs, &c, &load);
+        assert_eq!(names(&sorted), ["je", "jx", "jd", "jc", "ja", "jb"]);
+    }
+
+    #[test]
+    fn newest_first_breaks_ties_between_equal_pods() {
+        let c = cluster(
+            vec![pod("app", "a", "n1"), pod("app", "b", "n1")],
+            vec![
+                job_with("old", "app", "a", "Pending", 10, |_| {}),
+                job_with("new", "app", "b", "Pending", 20, |_| {}),
+            ],
+            vec![],
+        );
+        let refs: Vec<&PodMigrationJob> = c.jobs().iter().map(|j| &**j).collect();
+        assert_eq!(names(&sort_jobs(refs, &c, &Load::new(&c))), ["new", "old"]);
+    }
+
+    /// (pending job names passed, failed) for `jobs` under `args`.
+    fn run(
+        edit: impl FnOnce(&mut super::super::MigrationControllerArgs),
+        pods: Vec<PodInfo>,
+        jobs: Vec<std::sync::Arc<PodMigrationJob>>,
+        replicas: Option<i32>,
+    ) -> (Vec<String>, Vec<String>) {
+        let mut ctl = controller(edit);
+        let c = cluster(pods, jobs, vec![]).with_workloads(replicas.map(workload));
+        let out = arbitrate(&mut ctl, &c, t(0), &HashSet::new());
+        let mut passed: Vec<String> = out.passed.into_iter().collect();
+        let mut failed: Vec<String> = out.failed.into_iter().collect();
+        passed.sort();
+        failed.sort();
+        (passed, failed)
+    }
+
+    #[test]
+    fn each_limit_holds_jobs_back() {
+        let p = |name: &str, node: &str| pod("app", name, node);
+        let pending =
+            |name: &str, pod: &str, at: i64| job_with(name, "app", pod, "Pending", at, |_| {});
+        // Per node (default 2): one Running on n1, so one of two pending passes.
+        let (passed, _) = run(
+            |_| {},
+            vec![p("r", "n1"), p("a", "n1"), p("b", "n1"), p("c", "n2")],
+            vec![
+                job_with("jr", "app", "r", "Running", 0, |_| {}),
+                pending("ja", "a", 1),
+                pending("jb", "b", 2),
+                pending("jc", "c", 3),
+            ],
+            None,
+        );
+        assert_eq!(passed, ["jb", "jc"], "newest first on n1, n2 free");
+        // Per namespace.
+        let (passed, _) = run(
+            |a| a.max_migrating_per_namespace = Some(1),
+            vec![p("a", "n1"), p("b", "n2")],
+            vec![pending("ja", "a", 1), pending("jb", "b", 2)],
+            None,
+        );
+        assert_eq!(passed, ["jb"]);
+        // Globally (kolo).
+        let (passed, _) = run(
+            |a| a.max_migrating_globally = Some(1),
+            vec![p("a", "n1"), p("b", "n2")],
+            vec![
+                job_with("jr", "other", "x", "Running", 0, |_| {}),
+                pending("ja", "a", 1),
+                pending("jb", "b", 2),
+            ],
+            None,
+        );
+        assert!(passed.is_empty());
+        // Per workload: 10 replicas → maxMigrating 2 by default; two others migrating.
+        let (passed, _) = run(
+            |_| {},
+            vec![p("r1", "n1"), p("r2", "n2"), p("a", "n3")],
+            vec![
+                job_with("j1", "app", "r1", "Running", 0, |_| {}),
+                job_with("j2", "app", "r2", "Running", 0, |_| {}),
+                pending("ja", "a", 1),
+            ],
+            Some(10),
+        );
+        assert!(passed.is_empty(), "maxMigratingPerWorkload");
+        // Per workload unavailable: 10 replicas, two unready pods → maxUnavailable 2 reached.
+        let unready = |name: &str| {
+            pod_with("app", name, Some("n1"), |v| {
+                v["status"]["conditions"][0]["status"] = json!("False")
+            })
+        };
+        let (passed, _) = run(
+            |_| {},
+            vec![unready("u1"), unready("u2"), p("a", "n3")],
+            vec![pending("ja", "a", 1)],
+            Some(10),
+        );
+        assert!(passed.is_empty(), "maxUnavailablePerWorkload");
+        let (passed, _) =
+            run(|_| {}, vec![unready("u1"), p("a", "n3")], vec![pending("ja", "a", 1)], Some(10));
+        assert_eq!(passed, ["ja"]);
+        // A pod with two pending jobs: only one runs.
+        let (passed, _) = run(
+            |_| {},
+            vec![p("a", "n1")],
+            vec![pending("j1", "a", 1), pending("j2", "a", 2)],
+            None,
+        );
+        assert_eq!(passed.len(), 1);
+    }
+
+    #[test]
+    fn non_retryable_failures_fail_the_job() {
+        let pending = |pod: &str| job_with("ja", "app", pod, "Pending", 1, |_| {});
+        let bare =
+            pod_with("app", "a", Some("n1"), |v| v["metadata"]["ownerReferences"] = json!([]));
+        assert_eq!(run(|_| {}, vec![bare], vec![pending("a")], None), (vec![], vec!["ja".into()]));
+        // One replica: expected-replicas check, unless skipped.
+        let one = || vec![pod("app", "a", "n1")];
+        assert_eq!(run(|_| {}, one(), vec![pending("a")], Some(1)).1, ["ja"]);
+        assert_eq!(
+            run(
+                |a| a.skip_check_expected_replicas = Some(true),
+                one(),
+                vec![pending("a")],
+                Some(1)
+            )
+            .0,
+            ["ja"]
+        );
+        // ReservationFirst needs a reservation-aware scheduler; EvictDirectly does not.
+        let default_sched = || {
+            vec![pod_with("app", "a", Some("n1"), |v| {
+                v["spec"]["schedulerName"] = json!("default-scheduler")
+            })]
+        };
+        assert_eq!(run(|_| {}, default_sched(), vec![pending("a")], None).1, ["ja"]);
+        let direct = job_with("ja", "app", "a", "Pending", 1, |v| {
+            v["spec"]["mode"] = json!("EvictDirectly")
+        });
+        assert_eq!(run(|_| {}, default_sched(), vec![direct], None).0, ["ja"]);
+        // A missing pod passes (the state machine reports MissingPod).
+        assert_eq!(run(|_| {}, vec![], vec![pending("a")], None).0, ["ja"]);
+    }
+}

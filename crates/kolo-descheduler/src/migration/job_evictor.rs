@@ -182,3 +182,120 @@ impl Evictor for JobEvictor<'_> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use kube::ResourceExt;
+    use serde_json::json;
+
+    use super::super::testing::*;
+    use super::*;
+
+    fn request(pod: &PodInfo) -> EvictionRequest {
+        EvictionRequest {
+            pod: kolo_core::PodRef::new(
+                pod.view().namespace(),
+                pod.view().name(),
+                pod.view().uid(),
+            ),
+            node: pod.view().node_name().unwrap_or_default().into(),
+            plugin: "LowNodeLoad",
+            reason: "node is overutilized".into(),
+        }
+    }
+
+    fn created(actions: &[Action]) -> Vec<&PodMigrationJob> {
+        actions
+            .iter()
+            .filter_map(|a| if let Action::CreateJob(j) = a { Some(&**j) } else { None })
+            .collect()
+    }
+
+    #[test]
+    fn evict_creates_a_pending_job_with_koordinators_annotations() {
+        let mut ctl = controller(|_| {}).with_identity("me");
+        let p = pod("app", "p", "n1");
+        let c = cluster(vec![p.clone()], vec![], vec![]);
+        let mut ev = ctl.evictor(&c, t(5), "Balance");
+        ev.evict(&p, request(&p)).unwrap();
+        assert_eq!(ev.filter(&p).unwrap_err(), "pod already has an active PodMigrationJob");
+        let actions = ev.into_actions();
+        let jobs = created(&actions);
+        assert_eq!(jobs.len(), 1);
+        let j = jobs[0];
+        assert_eq!(j.name_any(), format!("pmj-p-uid-{}", t(5).as_millisecond()));
+        let a = j.metadata.annotations.clone().unwrap();
+        assert_eq!(a[EVICT_REASON], "node is overutilized");
+        assert_eq!(a[EVICT_TRIGGER], "LowNodeLoad");
+        assert_eq!(a[JOB_CREATED_BY], "me");
+        let r = j.spec.pod_ref.clone().unwrap();
+        assert_eq!(
+            (r.namespace.as_deref(), r.name.as_deref(), r.uid.as_deref()),
+            (Some("app"), Some("p"), Some("p-uid"))
+        );
+        assert_eq!(
+            (j.spec.mode.as_deref(), j.spec.ttl.as_deref()),
+            (Some("ReservationFirst"), Some("5m0s"))
+        );
+        assert_eq!(j.status.as_ref().and_then(|s| s.phase.as_deref()), Some("Pending"));
+        assert!(
+            actions.iter().any(|a| matches!(a, Action::Event(e) if e.reason == "MigrationCreated"))
+        );
+        // Remembered until the store shows the job.
+        let c2 = cluster(vec![p.clone()], vec![], vec![]);
+        assert!(ctl.evictor(&c2, t(6), "Balance").filter(&p).is_err());
+    }
+
+    #[test]
+    fn evict_respects_limits_the_object_limiter_and_dry_run() {
+        // Node limit 2, counting a Pending job already in the store.
+        let mut ctl = controller(|_| {});
+        let pods: Vec<PodInfo> = ["a", "b", "c"].iter().map(|n| pod("app", n, "n1")).collect();
+        let c =
+            cluster(pods.clone(), vec![job_with("j0", "app", "x", "Pending", 0, |_| {})], vec![]);
+        let c = cluster(
+            [pods.clone(), vec![pod("app", "x", "n1")]].concat(),
+            c.jobs().to_vec(),
+            vec![],
+        );
+        let mut ev = ctl.evictor(&c, t(1), "");
+        assert!(ev.evict(&pods[0], request(&pods[0])).is_ok());
+        let err = ev.evict(&pods[1], request(&pods[1])).unwrap_err();
+        assert!(err.contains("maxMigratingPerNode 2 reached on node n1"), "{err}");
+        // Object limiter: 20 replicas, objectLimiters.workload.maxMigrating 1 per 5 min.
+        let mut ctl = controller(|a| {
+            a.max_migrating_per_node = Some(0);
+            a.object_limiters.get_mut("workload").unwrap().max_migrating =
+                Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(1));
+        });
+        let spread: Vec<PodInfo> = ["a", "b"].iter().map(|n| pod("app", n, n)).collect();
+        let c = cluster(spread.clone(), vec![], vec![]).with_workloads([workload(20)]);
+        let mut ev = ctl.evictor(&c, t(1), "");
+        assert!(ev.evict(&spread[0], request(&spread[0])).is_ok());
+        let err = ev.evict(&spread[1], request(&spread[1])).unwrap_err();
+        assert!(err.contains("objectLimiters.workload"), "{err}");
+        drop(ev);
+        let later = cluster(spread.clone(), vec![], vec![]).with_workloads([workload(20)]);
+        assert!(
+            ctl.evictor(&later, t(301), "").evict(&spread[1], request(&spread[1])).is_ok(),
+            "window passed"
+        );
+        // Dry run: an Event, no job.
+        let mut ctl = controller(|a| a.dry_run = true);
+        let c = cluster(vec![pods[0].clone()], vec![], vec![]);
+        let mut ev = ctl.evictor(&c, t(1), "");
+        ev.evict(&pods[0], request(&pods[0])).unwrap();
+        let actions = ev.into_actions();
+        assert!(created(&actions).is_empty() && actions.len() == 1);
+        // The filter's rule is the error.
+        let ds = pod_with("app", "d", Some("n1"), |v| {
+            v["metadata"]["ownerReferences"][0]["kind"] = json!("DaemonSet")
+        });
+        let mut ctl = controller(|_| {});
+        let c = cluster(vec![ds.clone()], vec![], vec![]);
+        assert_eq!(
+            ctl.evictor(&c, t(1), "").evict(&ds, request(&ds)).unwrap_err(),
+            "pod is owned by a DaemonSet"
+        );
+    }
+}

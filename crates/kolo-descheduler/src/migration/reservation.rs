@@ -245,3 +245,157 @@ pub fn bound_pod(r: &Reservation, cluster: &Cluster) -> Option<ObjectReference> 
         })
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::super::testing::*;
+    use super::*;
+
+    #[test]
+    fn reservation_from_a_running_pod_sets_every_field() {
+        let p = pod_with("app", "p", Some("n1"), |v| {
+            v["metadata"]["labels"] = json!({"app": "web"});
+            v["metadata"]["resourceVersion"] = json!("42");
+            v["spec"]["affinity"] = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]},
+                {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]}
+            ]}}});
+        });
+        let at = t(7);
+        let r = reservation_from_pod("pmj-1", &p, Some("5m0s"), None, at).unwrap();
+        assert_eq!(r.name_any(), "pmj-1");
+        let labels = r.metadata.labels.clone().unwrap();
+        assert_eq!(labels.get(LABEL_CREATED_BY).map(String::as_str), Some("koord-descheduler"));
+        assert_eq!(labels.get(RESERVATION_ORDER), Some(&at.as_millisecond().to_string()));
+        let template = r.spec.template.clone().unwrap();
+        let meta = template.metadata.unwrap();
+        assert_eq!((meta.name.as_deref(), meta.namespace.as_deref()), (Some("p"), Some("app")));
+        assert_eq!(meta.labels.unwrap().get("app").map(String::as_str), Some("web"));
+        assert_eq!((meta.uid, meta.resource_version, meta.creation_timestamp), (None, None, None));
+        let spec = template.spec.unwrap();
+        assert_eq!(spec.node_name, None, "nodeName cleared");
+        assert_eq!(spec.scheduler_name.as_deref(), Some("koord-scheduler"));
+        let terms = spec
+            .affinity
+            .unwrap()
+            .node_affinity
+            .unwrap()
+            .required_during_scheduling_ignored_during_execution
+            .unwrap()
+            .node_selector_terms;
+        assert_eq!(terms.len(), 2);
+        for term in &terms {
+            let fields = term.match_fields.clone().unwrap();
+            assert_eq!(
+                (fields[0].key.as_str(), fields[0].operator.as_str()),
+                ("metadata.name", "NotIn")
+            );
+            assert_eq!(fields[0].values.as_deref(), Some(&["n1".to_string()][..]));
+            assert_eq!(
+                term.match_expressions.as_ref().unwrap().len(),
+                1,
+                "the pod's own requirement kept"
+            );
+        }
+        let owners = r.spec.owners.clone().unwrap();
+        let controller = owners[0].controller.clone().unwrap();
+        assert_eq!(
+            (owners.len(), controller.kind.as_str(), controller.uid.as_str()),
+            (1, "ReplicaSet", "rs-uid")
+        );
+        assert_eq!(controller.namespace.as_deref(), Some("app"));
+        assert!(owners[0].object.is_none());
+        assert_eq!(r.spec.allocate_once, Some(true));
+        assert_eq!(r.spec.ttl.as_deref(), Some("5m0s"));
+        assert!(r.status.is_none());
+    }
+
+    #[test]
+    fn a_pending_pod_owns_its_reservation_and_templates_win() {
+        let p = pod_with("app", "p", None, |v| {
+            v["status"] = json!({"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False"}]});
+        });
+        let r = reservation_from_pod("j", &p, Some("5m0s"), None, t(0)).unwrap();
+        let object = r.spec.owners.clone().unwrap()[0].object.clone().unwrap();
+        assert_eq!(
+            (object.kind.as_deref(), object.name.as_deref(), object.uid.as_deref()),
+            (Some("Pod"), Some("p"), Some("p-uid"))
+        );
+        let affinity = r.spec.template.unwrap().spec.unwrap().affinity;
+        assert!(affinity.is_none(), "no node to skip");
+        assert!(migrates_pending_pod(&reservation_from_pod("j", &p, None, None, t(0)).unwrap()));
+        // A template's name, expiry and owners are kept.
+        let template = ReservationTemplateSpec {
+            metadata: Some(ObjectMeta { name: Some("mine".into()), ..Default::default() }),
+            spec: Some(ReservationSpec {
+                expires: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(t(99))),
+                owners: Some(vec![ReservationOwner {
+                    label_selector: Some(Default::default()),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            }),
+        };
+        let r =
+            reservation_from_pod("j", &pod("app", "p", "n1"), Some("5m0s"), Some(&template), t(0))
+                .unwrap();
+        assert_eq!(r.name_any(), "mine");
+        assert_eq!(r.spec.ttl, None, "expires set: no ttl added");
+        assert!(r.spec.owners.unwrap()[0].label_selector.is_some());
+        // No controller and not pending: no owner to reserve for.
+        let orphan =
+            pod_with("app", "p", Some("n1"), |v| v["metadata"]["ownerReferences"] = json!([]));
+        assert!(
+            reservation_from_pod("j", &orphan, None, None, t(0))
+                .unwrap_err()
+                .contains("no controlling owner")
+        );
+    }
+
+    #[test]
+    fn states_read_as_kolos_scheduler_writes_them() {
+        let r = |status| reservation("r", status, json!([]));
+        assert_eq!(state(&r(json!({}))), ReservationState::Pending { unschedulable: None });
+        assert_eq!(
+            state(&r(
+                json!({"phase": "Pending", "conditions": [{"type": "Scheduled", "status": "False", "reason": "Unschedulable", "message": "m"}]})
+            )),
+            ReservationState::Pending { unschedulable: Some("m".into()) }
+        );
+        assert_eq!(
+            state(&r(json!({"phase": "Available", "nodeName": "n"}))),
+            ReservationState::Scheduled { node: "n".into(), succeeded: false }
+        );
+        assert_eq!(
+            state(&r(json!({"phase": "Succeeded", "nodeName": "n"}))),
+            ReservationState::Scheduled { node: "n".into(), succeeded: true }
+        );
+        assert_eq!(
+            state(&r(
+                json!({"phase": "Failed", "conditions": [{"type": "Ready", "status": "False", "reason": "Expired"}]})
+            )),
+            ReservationState::Expired
+        );
+        assert_eq!(
+            state(&r(json!({"phase": "Available"}))),
+            ReservationState::Unschedulable { message: String::new() }
+        );
+        // The bound pod: currentOwners, else the pod's reservation-allocated annotation.
+        let bound = pod_with("app", "p2", Some("n"), |v| {
+            v["metadata"]["annotations"] =
+                json!({RESERVATION_ALLOCATED: "{\"name\":\"r\",\"uid\":\"x\"}"})
+        });
+        let c = cluster(vec![bound], vec![], vec![]);
+        assert_eq!(
+            bound_pod(&r(json!({"phase": "Succeeded"})), &c).and_then(|o| o.name).as_deref(),
+            Some("p2")
+        );
+        assert_eq!(
+            bound_pod(&r(json!({"phase": "Available"})), &cluster(vec![], vec![], vec![])),
+            None
+        );
+    }
+}
