@@ -377,7 +377,7 @@ impl MigrationControllerArgs {
 /// `metav1.Duration` writes it for whole seconds and milliseconds.
 pub fn go_duration_text(d: Duration) -> String {
     let ms = d.as_millis();
-    if ms % 1000 != 0 {
+    if !ms.is_multiple_of(1000) {
         return format!("{ms}ms");
     }
     let s = d.as_secs();

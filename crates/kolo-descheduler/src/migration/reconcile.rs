@@ -453,7 +453,7 @@ mod tests {
         actions.iter().any(|a| matches!(a, Action::Evict { .. }))
     }
 
-    fn cond<'s>(s: &'s PodMigrationJobStatus, kind: &str) -> (String, Option<String>) {
+    fn cond(s: &PodMigrationJobStatus, kind: &str) -> (String, Option<String>) {
         let c = condition(s, kind).unwrap_or_else(|| panic!("no condition {kind}"));
         (c.status.clone(), c.reason.clone())
     }
@@ -552,7 +552,9 @@ mod tests {
     #[test]
     fn reservation_outcomes() {
         let owners = json!([{"controller": {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "rs-uid"}}]);
-        let cases: Vec<(&str, Option<Value>, Option<&str>, Option<&str>)> = vec![
+        // (what, reservation status (None: missing), phase, reason)
+        type Case = (&'static str, Option<Value>, Option<&'static str>, Option<&'static str>);
+        let cases: Vec<Case> = vec![
             ("missing", None, Some("Failed"), Some(REASON_MISSING_RESERVATION)),
             (
                 "expired",
