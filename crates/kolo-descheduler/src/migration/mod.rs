@@ -190,10 +190,15 @@ impl MigrationController {
     /// Whether `pod` has a Pending or Running job (in the store, or just
     /// created by this controller).
     pub fn has_active_job(&self, cluster: &Cluster, pod: &PodInfo) -> bool {
-        if self.memory.created.contains_key(pod.key()) {
+        let view = pod.view();
+        if self
+            .memory
+            .created
+            .get(pod.key())
+            .is_some_and(|c| c.pod_uid.is_empty() || c.pod_uid == view.uid())
+        {
             return true;
         }
-        let view = pod.view();
         cluster.jobs().iter().any(|j| {
             job::is_active(j)
                 && job::pod_ref(j).is_some_and(|(ns, name, uid)| {

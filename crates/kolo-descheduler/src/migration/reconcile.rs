@@ -120,7 +120,7 @@ impl<'a> Work<'a> {
         if self.spec != self.job.spec {
             out.push(Action::SetJobSpec { job: self.name.clone(), spec: Box::new(self.spec) });
         }
-        if Some(&self.status) != self.job.status.as_ref() {
+        if self.status != self.job.status.clone().unwrap_or_default() {
             out.push(Action::SetJobStatus {
                 job: self.name.clone(),
                 status: Box::new(self.status),
@@ -518,6 +518,25 @@ mod tests {
         let again = ctl.reconcile(&c, t(2));
         assert!(!again.iter().any(|a| matches!(a, Action::CreateReservation(_))), "{again:?}");
         assert_ne!(phase_reason(&again, J).0.as_deref(), Some("Failed"));
+    }
+
+    #[test]
+    fn a_pending_job_held_back_by_a_limit_gets_no_action_until_room_frees() {
+        let mut ctl = controller(|a| a.max_migrating_per_node = Some(1));
+        let busy = job_with("j0", "app", "q", "Running", 0, |v| {
+            v["spec"]["reservationOptions"] = json!({"reservationRef": {"name": "r0"}})
+        });
+        let waiting = job_with(J, "app", "p", "Pending", 1, |_| {});
+        let pods = vec![pod("app", "p", "n1"), pod("app", "q", "n1")];
+        let r0 = reservation("r0", json!({"phase": "Pending"}), json!([]));
+        let c = cluster(pods.clone(), vec![busy, waiting.clone()], vec![r0]);
+        let actions = ctl.reconcile(&c, t(2));
+        assert_eq!(status_of(&actions, J), None, "{actions:?}");
+        // j0 is over: the job starts in the same pass it passes arbitration.
+        let over = job_with("j0", "app", "q", "Failed", 0, |_| {});
+        let actions = ctl.reconcile(&cluster(pods, vec![over, waiting], vec![]), t(3));
+        assert_eq!(phase_reason(&actions, J).0.as_deref(), Some("Running"));
+        assert!(actions.iter().any(|a| matches!(a, Action::CreateReservation(_))));
     }
 
     #[test]
