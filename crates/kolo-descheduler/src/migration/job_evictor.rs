@@ -6,7 +6,7 @@
 //! limits (counting every Pending and Running job and the jobs created
 //! earlier in the round, so a round never creates more jobs than may
 //! run), then the workload object limiter; it creates the job (name from
-//! [`job_name`](super::job::job_name); annotations `evict-reason`,
+//! [`job_name`]; annotations `evict-reason`,
 //! `evict-trigger`, `job-created-by`; `podRef` with UID; mode, TTL and
 //! delete options from the args; phase Pending) with an Event on the pod.
 //! In a dry run (`dryRun`) it records the Event only.

@@ -13,6 +13,18 @@
 //!   the scavenger ([`scavenger`]);
 //! * [`MigrationController::eviction_result`]: the driver reports how an
 //!   eviction went (a PodDisruptionBudget may refuse it).
+//!
+//! Pieces: [`args`] (configuration), [`limits`] (the retryable limits),
+//! [`object_limiter`] (per-workload window), [`rate_limit`] (eviction
+//! token bucket), [`reservation`] (the Reservation built from a pod),
+//! [`job`] (reading and writing jobs, job names).
+//!
+//! Not done: preemption for unschedulable reservations (Koordinator's
+//! plain Reservation interpreter never asks for it either), the
+//! `DisablePVCReservation` gate, reconcile step 4 (the object limiter is
+//! charged when a job is created, so only jobs created elsewhere would
+//! meet it), and a report for a reservation the driver failed to create
+//! (such a job waits until its TTL).
 
 pub mod arbitration;
 pub mod args;
