@@ -12,7 +12,9 @@
 //!   ([`arbitration`]), the state machine of every job ([`reconcile`]),
 //!   the scavenger ([`scavenger`]);
 //! * [`MigrationController::eviction_result`]: the driver reports how an
-//!   eviction went (a PodDisruptionBudget may refuse it).
+//!   eviction went (a PodDisruptionBudget may refuse it);
+//!   [`MigrationController::reservation_result`] likewise for a
+//!   Reservation it created.
 //!
 //! Pieces: [`args`] (configuration), [`limits`] (the retryable limits),
 //! [`object_limiter`] (per-workload window), [`rate_limit`] (eviction
@@ -21,10 +23,9 @@
 //!
 //! Not done: preemption for unschedulable reservations (Koordinator's
 //! plain Reservation interpreter never asks for it either), the
-//! `DisablePVCReservation` gate, reconcile step 4 (the object limiter is
-//! charged when a job is created, so only jobs created elsewhere would
-//! meet it), and a report for a reservation the driver failed to create
-//! (such a job waits until its TTL).
+//! `DisablePVCReservation` gate, and reconcile step 4 (the object limiter
+//! is charged when a job is created, so only jobs created elsewhere would
+//! meet it).
 
 pub mod arbitration;
 pub mod args;
@@ -82,6 +83,8 @@ pub(crate) struct Memory {
     pub evicted: HashSet<String>,
     /// Refused evictions the driver reported, by job.
     pub refused: HashMap<String, String>,
+    /// Reservation creations the driver reported failed, by job.
+    pub failed_reservations: HashMap<String, String>,
     /// Jobs the scavenger deleted, until they are gone.
     pub deleted: HashSet<String>,
 }
@@ -199,6 +202,25 @@ impl MigrationController {
         }
     }
 
+    /// The driver's report on the Reservation it created for `job`: `Ok`
+    /// changes nothing; `Err(message)` (the API refused it) makes the next
+    /// [`reconcile`](Self::reconcile) set the job's `ReservationCreated`
+    /// condition False with reason `FailedCreateReservation` and the job
+    /// `Failed` with the same reason and message `Failed to create
+    /// Reservation caused by <message>` (Koordinator retries until the
+    /// TTL; the job would otherwise fail as `MissingReservation`, its spec
+    /// already naming the reservation).
+    pub fn reservation_result(&mut self, job: &str, result: Result<(), String>) {
+        match result {
+            Ok(()) => {
+                self.memory.failed_reservations.remove(job);
+            }
+            Err(message) => {
+                self.memory.failed_reservations.insert(job.to_string(), message);
+            }
+        }
+    }
+
     /// Whether `pod` has a Pending or Running job (in the store, or just
     /// created by this controller).
     pub fn has_active_job(&self, cluster: &Cluster, pod: &PodInfo) -> bool {
@@ -240,6 +262,7 @@ impl MigrationController {
         });
         self.memory.evicted.retain(|n| active(n));
         self.memory.refused.retain(|n, _| active(n));
+        self.memory.failed_reservations.retain(|n, _| active(n));
         self.memory.deleted.retain(|n| jobs.contains_key(n));
     }
 }

@@ -8,7 +8,8 @@
 //! | Pending, passed; pod missing | Failed/`MissingPod` |
 //! | Pending, passed | Running (podRef UID filled: SetJobSpec) and on |
 //! | EvictDirectly | evict (below), then Succeeded "Pod … has been evicted" |
-//! | ReservationFirst, no reservation | CreateReservation + SetJobSpec (reservationRef); on failure condition ReservationCreated=False/`FailedCreateReservation` |
+//! | ReservationFirst, no reservation | CreateReservation + SetJobSpec (reservationRef); when the pod gives no owner, condition ReservationCreated=False/`FailedCreateReservation` |
+//! | the driver reported the creation failed | ReservationCreated=False, Failed/`FailedCreateReservation` |
 //! | reservation missing | Failed/`MissingReservation` |
 //! | reservation pending | waits; ReservationScheduled=False/`Unschedulable` when the scheduler found no node |
 //! | reservation expired | Failed/`ReservationExpired` |
@@ -220,6 +221,12 @@ fn reservation_first(ctl: &mut MigrationController, w: &mut Work<'_>) {
         create_reservation(ctl, w);
         return;
     };
+    if let Some(e) = ctl.memory.failed_reservations.remove(&w.name) {
+        let message = format!("Failed to create Reservation caused by {e}");
+        w.condition(COND_RESERVATION_CREATED, false, REASON_FAILED_CREATE_RESERVATION, &message);
+        w.fail(REASON_FAILED_CREATE_RESERVATION, message);
+        return;
+    }
     w.condition(COND_RESERVATION_CREATED, true, "", "");
     let Some(r) = w.cluster.reservation(&r_name) else {
         if remembered.is_none() {
@@ -566,6 +573,29 @@ mod tests {
             ("False".into(), Some(REASON_FAILED_CREATE_RESERVATION.into()))
         );
         assert_eq!(s.phase.as_deref(), Some("Running"), "the TTL ends it");
+    }
+
+    #[test]
+    fn a_reservation_the_api_refused_fails_the_job() {
+        let mut ctl = controller(|_| {});
+        let c = cluster(
+            vec![pod("app", "p", "n1")],
+            vec![job_with(J, "app", "p", "Running", 0, |_| {})],
+            vec![],
+        );
+        assert!(ctl.reconcile(&c, t(1)).iter().any(|a| matches!(a, Action::CreateReservation(_))));
+        ctl.reservation_result(J, Err("admission webhook denied the request".into()));
+        let actions = ctl.reconcile(&c, t(2));
+        let s = status_of(&actions, J).unwrap();
+        assert_eq!(
+            (s.phase.as_deref(), s.reason.as_deref()),
+            (Some("Failed"), Some(REASON_FAILED_CREATE_RESERVATION))
+        );
+        assert!(s.message.as_deref().unwrap().ends_with("admission webhook denied the request"));
+        assert_eq!(
+            cond(s, COND_RESERVATION_CREATED),
+            ("False".into(), Some(REASON_FAILED_CREATE_RESERVATION.into()))
+        );
     }
 
     #[test]
