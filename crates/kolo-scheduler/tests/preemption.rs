@@ -267,3 +267,25 @@ fn a_cleared_nomination_lets_the_pod_preempt_again() {
     let report = s.schedule_next(t(1)).unwrap();
     assert_eq!(preemption(&report), (Some("n"), BTreeSet::from(["ns/old"])));
 }
+
+#[test]
+fn a_nomination_on_a_node_that_now_rejects_the_pod_for_good_is_dropped() {
+    let mut s = scheduler();
+    s.apply_node(node("n", "4", ""), t(0)).unwrap();
+    s.apply_pod(pod("old", "koord-batch", 5500, "4", Some("n"), ""), t(0)).unwrap();
+    s.apply_pod(pod("web", "koord-prod", 9500, "4", None, ""), t(0)).unwrap();
+    assert_eq!(preemption(&s.schedule_next(t(0)).unwrap()).0, Some("n"));
+    // While the victim is still there the pod waits for it...
+    s.apply_pod(pod("web", "koord-prod", 9500, "4", None, ""), t(1)).unwrap();
+    assert_eq!(preemption(&s.schedule_next(t(1)).unwrap()), (None, BTreeSet::new()));
+    assert_eq!(s.nominated_node("ns/web"), Some("n"));
+    // ... until the node is tainted against it: kube-scheduler's
+    // PodEligibleToPreemptOthers lets it preempt again, there is nowhere
+    // to, and the nomination goes.
+    let tainted = "spec: {taints: [{key: maintenance, effect: NoSchedule}]}";
+    s.apply_node(node("n", "4", tainted), t(2)).unwrap();
+    let reports = s.run_until_idle(t(30));
+    assert!(!reports.is_empty(), "the node update retries the pod");
+    assert!(reports.iter().all(|r| preemption(r) == (None, BTreeSet::new())), "{reports:?}");
+    assert_eq!(s.nominated_node("ns/web"), None);
+}

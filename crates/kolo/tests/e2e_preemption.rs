@@ -237,3 +237,33 @@ fn a_pod_disruption_budget_steers_preemption_to_another_node() {
     let guarded = get_json(&config, &["pod", "guarded", "-n", &id]).unwrap();
     assert!(guarded["metadata"]["deletionTimestamp"].is_null(), "{guarded}");
 }
+
+#[test]
+fn a_dropped_nomination_is_cleared_in_the_api() {
+    let Some(config) = common::kubeconfig("e2e_preemption clearing a nomination") else { return };
+    let id = e2e_common::run_id("preempt-clear");
+    let _cleanup = TestObjects {
+        config: &config,
+        id: id.clone(),
+        labelled: "nodes,nodemetrics,priorityclasses",
+        namespaced: "events,poddisruptionbudgets",
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (node, low, high, scheduler) = cluster(&config, &id, dir.path());
+    create_pod(&config, &id, "victim", &low);
+    wait_for("the victim to be bound", TIMEOUT, || node_of(&config, &id, "victim"));
+    create_pod(&config, &id, "preemptor", &high);
+    let nominated = || {
+        let p = get_json(&config, &["pod", "preemptor", "-n", &id])?;
+        p["status"]["nominatedNodeName"].as_str().map(String::from)
+    };
+    assert_eq!(wait_for("nominatedNodeName", TIMEOUT, nominated), node);
+    // The victim stays (no kubelet finishes it) and the node is now
+    // tainted against the preemptor: it may preempt again, finds nowhere
+    // to, and its nomination is dropped — in the API too.
+    let taint =
+        serde_json::json!({"spec": {"taints": [{"key": "maintenance", "effect": "NoSchedule"}]}});
+    patch(&config, &["node", &node], &taint);
+    wait_for("nominatedNodeName to be cleared", TIMEOUT, || nominated().is_none().then_some(()));
+    assert!(scheduler.log().contains("nominatedNodeName cleared"), "{}", scheduler.log());
+}

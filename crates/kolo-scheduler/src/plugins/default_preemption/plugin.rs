@@ -118,7 +118,7 @@ impl PostFilter for DefaultPreemption {
     ) -> PostFilterOutcome {
         // kube-scheduler's PodEligibleToPreemptOthers: these pods do not
         // preempt (and keep any nomination they hold).
-        if never_preempts(pod) || cluster.awaiting_victims() {
+        if never_preempts(pod) || still_waits(rejections, cluster.awaiting_victims_on()) {
             return PostFilterOutcome::Unchanged;
         }
         let budgets = self.budgets();
@@ -143,6 +143,18 @@ impl PostFilter for DefaultPreemption {
             .collect();
         PostFilterOutcome::Nominate(Nomination { node: chosen.node.name().to_string(), victims })
     }
+}
+
+/// Whether a pod whose nomination on `nominated` still waits for victims
+/// should go on waiting: yes, unless that node now rejects it for good
+/// (`UnschedulableAndUnresolvable`: a taint, a selector) or is gone, when
+/// kube-scheduler lets it preempt again (and clears the nomination if
+/// there is nowhere to preempt).
+fn still_waits(rejections: &[(&NodeInfo, &Rejected)], nominated: Option<&str>) -> bool {
+    let Some(nominated) = nominated else { return false };
+    rejections.iter().any(|(node, r)| {
+        node.name() == nominated && r.rejection.code != Code::UnschedulableAndUnresolvable
+    })
 }
 
 /// The victims on `node` if preempting there makes the pod fit.
