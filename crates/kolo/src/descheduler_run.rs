@@ -80,7 +80,7 @@ pub fn load(path: Option<&Path>, dry_run: bool) -> Result<Descheduler, Deschedul
     if dry_run {
         config.dry_run = Some(true);
     }
-    Descheduler::new(config).map_err(|source| DeschedulerRunError::Config { path: name, source })
+    Descheduler::new(&config).map_err(|source| DeschedulerRunError::Config { path: name, source })
 }
 
 /// Runs the descheduler until SIGTERM, or until leadership is lost.

@@ -48,10 +48,11 @@ fn default_descheduler_configuration_is_accepted() {
         .and_then(|cm| cm["data"]["descheduler.yaml"].as_str())
         .expect("the ConfigMap's descheduler.yaml");
     let config = kolo_kube::descheduler::DeschedulerConfig::from_yaml(file).unwrap();
-    let descheduler = kolo_kube::descheduler::Descheduler::new(config).unwrap();
+    // Every plugin known and its args accepted (thresholds, limits).
+    let descheduler = kolo_kube::descheduler::Descheduler::new(&config).unwrap();
     assert!(!descheduler.is_dry_run());
-    let profiles = descheduler.config().profiles();
-    assert!(profiles[0].plugins.balance.enabled.iter().any(|p| p.name == "LowNodeLoad"));
+    assert!(descheduler.balances(), "LowNodeLoad enabled");
+    assert_eq!(descheduler.interval(), std::time::Duration::from_secs(10));
 }
 
 /// Every container's `args` in a manifest, with `$(VAR)` references

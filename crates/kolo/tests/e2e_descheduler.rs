@@ -1,16 +1,29 @@
-//! End-to-end: the descheduler's act side against a real kube-apiserver
-//! (v1.20), as its service account with the roles of
-//! `deploy/rbac-descheduler.yaml` (so a permission those lack fails here):
+//! End-to-end: the descheduler against a real kube-apiserver (v1.20), as
+//! its service account with the roles of `deploy/rbac-descheduler.yaml`
+//! (so a permission those lack fails here):
 //!
-//! * each kind of action is carried out as the API server sees it: a
-//!   PodMigrationJob created with its status, its status and spec
-//!   rewritten, deleted; a Reservation created and deleted; a pod evicted
-//!   through the Eviction API (policy/v1beta1 on 1.20), a
-//!   PodDisruptionBudget's refusal (429) reported as a refusal with the pod
-//!   left alone, a replaced pod (UID precondition) never evicted; Events on
-//!   the pod and on the job; in a dry run nothing but Events;
-//! * `kolo descheduler` takes its Lease, becomes ready, serves its metrics
-//!   and stops cleanly on SIGTERM.
+//! * a hot node (its NodeMetric over LowNodeLoad's 75 % high threshold,
+//!   another node under the 45 % low one): its pod gets a PodMigrationJob
+//!   (EvictDirectly), is evicted through the Eviction API, and the job
+//!   succeeds once the pod is gone — one job, not one per round;
+//! * the same with a PodDisruptionBudget that forbids it: the job fails
+//!   with `FailedEvict`, the pod stays, a `FailedEvict` Event is on it;
+//! * `--dry-run`: Events only — no job, no eviction;
+//! * ReservationFirst, with `kolo scheduler` placing the Reservation: the
+//!   job reserves room on the cool node, evicts, and succeeds once the
+//!   ReplicaSet's replacement is bound into the Reservation and ready;
+//! * each kind of action on its own: a job created with its status, its
+//!   status and spec rewritten, deleted; a Reservation created (again:
+//!   counts as created) and deleted; evictions (policy/v1beta1 on 1.20):
+//!   a budget's 429 reported as a refusal, a replaced pod (UID
+//!   precondition) never evicted; Events on a pod and on a job; a dry run
+//!   writing nothing but Events;
+//! * `kolo descheduler` takes its Lease, becomes ready, serves its
+//!   metrics and stops cleanly on SIGTERM.
+//!
+//! There is no kubelet or controller-manager: the tests write what those
+//! would (pod status, the end of an evicted pod, a ReplicaSet's
+//! replacement pod).
 //!
 //! These tests start an API-only cluster of their own (`scripts/cluster
 //! start --api-only`) with RBAC on, shared by the tests of this file that
@@ -32,7 +45,7 @@ use e2e_common::{
 };
 use kolo_api::crd::{PodMigrationJob, PodMigrationJobSpec, PodMigrationJobStatus, Reservation};
 use kolo_core::PodRef;
-use kolo_kube::descheduler::apply::Applier;
+use kolo_kube::descheduler::apply::{Applier, Report};
 use kolo_kube::descheduler::events::Events;
 use kolo_kube::descheduler::evict::EvictionOutcome;
 use kolo_kube::descheduler::metrics::DeschedulerMetrics;
@@ -303,23 +316,26 @@ fn actions_are_carried_out_as_the_api_server_sees_them() {
     // Evictions: the free pod goes; the budget refuses the guarded one
     // (429, reported as a refusal); a replaced pod (another UID) is not
     // evicted.
-    let evict = |pod: &PodRef| Action::Evict {
-        pod: pod.clone(),
-        job: Some(job_name.clone()),
-        reason: "e2e".into(),
+    let evict = |pod: &PodRef, stores: &mut Stores| {
+        let action =
+            Action::Evict { pod: pod.clone(), job: Some(job_name.clone()), reason: "e2e".into() };
+        match apply(action, stores) {
+            Some(Report::Eviction(report)) => report,
+            other => panic!("expected an eviction report, got {other:?}"),
+        }
     };
-    let report = apply(evict(&free), &mut stores).expect("an eviction report");
+    let report = evict(&free, &mut stores);
     assert_eq!(report.outcome, EvictionOutcome::Evicted);
     assert_eq!(report.job.as_deref(), Some(job_name.as_str()));
     assert!(going(&config, &id, "free"));
-    let report = apply(evict(&guarded), &mut stores).unwrap();
+    let report = evict(&guarded, &mut stores);
     match &report.outcome {
         EvictionOutcome::Refused(m) => assert!(m.contains("disruption budget"), "{m}"),
         other => panic!("expected a refusal, got {other:?}"),
     }
     assert!(!going(&config, &id, "guarded"), "the guarded pod stays");
     let impostor = PodRef::new(&id, "replaced", "the-uid-of-an-earlier-pod");
-    let report = apply(evict(&impostor), &mut stores).unwrap();
+    let report = evict(&impostor, &mut stores);
     assert!(matches!(report.outcome, EvictionOutcome::Failed(_)), "{report:?}");
     assert!(!going(&config, &id, "replaced"), "a pod of another UID stays");
     let metrics = health.encode();
@@ -340,8 +356,11 @@ fn actions_are_carried_out_as_the_api_server_sees_them() {
 
     // A Reservation is created and deleted.
     let resv = format!("{id}-r");
-    apply(Action::CreateReservation(Box::new(reservation(&id, &resv, &guarded))), &mut stores);
+    let create = || Action::CreateReservation(Box::new(reservation(&id, &resv, &guarded)));
+    let created = Some(Report::Reservation { name: resv.clone(), result: Ok(()) });
+    assert_eq!(apply(create(), &mut stores), created);
     assert!(get_json(&config, &["reservation", &resv]).is_some(), "the Reservation created");
+    assert_eq!(apply(create(), &mut stores), created, "one that exists counts as created");
     apply(Action::DeleteReservation { name: resv.clone() }, &mut stores);
     assert!(get_json(&config, &["reservation", &resv]).is_none(), "the Reservation deleted");
 
@@ -360,15 +379,16 @@ fn actions_are_carried_out_as_the_api_server_sees_them() {
     assert!(get_json(&config, &["podmigrationjob", &job_name]).is_none());
     assert!(stores.job_named(&job_name).is_none());
     let written = health.encode();
-    for action in [
-        "create_job",
-        "update_job_status",
-        "update_job",
-        "delete_job",
-        "create_reservation",
-        "delete_reservation",
+    for (action, n) in [
+        ("create_job", 1),
+        ("update_job_status", 1),
+        ("update_job", 1),
+        ("delete_job", 1),
+        ("create_reservation", 2),
+        ("delete_reservation", 1),
     ] {
-        let line = format!(r#"kolo_descheduler_actions_total{{action="{action}",result="ok"}} 1"#);
+        let line =
+            format!(r#"kolo_descheduler_actions_total{{action="{action}",result="ok"}} {n}"#);
         assert!(written.contains(&line), "{line} in\n{written}");
     }
 }

@@ -29,6 +29,21 @@ use super::stores::Stores;
 use crate::error::KubeError;
 use crate::health::{ActionLabels, Health};
 
+/// What the migration controller must hear about an action carried out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Report {
+    /// How an eviction went.
+    Eviction(EvictionReport),
+    /// How creating the Reservation `name` went (`Err`: the API's message;
+    /// one that already exists counts as created).
+    Reservation {
+        /// The Reservation.
+        name: String,
+        /// `Ok`, or why the API refused it.
+        result: Result<(), String>,
+    },
+}
+
 /// An eviction's outcome, for the migration controller.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EvictionReport {
@@ -104,9 +119,11 @@ impl Applier {
     }
 
     /// Carries out `action`, updating `stores` with what the API server
-    /// answered; returns an eviction's outcome. A failed write is logged
-    /// and counted: the next round decides again on what the watch shows.
-    pub async fn apply(&self, action: Action, stores: &mut Stores) -> Option<EvictionReport> {
+    /// answered; returns what the migration controller must hear (an
+    /// eviction's outcome, a Reservation's creation). A failed write is
+    /// logged and counted: the next round decides again on what the watch
+    /// shows.
+    pub async fn apply(&self, action: Action, stores: &mut Stores) -> Option<Report> {
         let name = action_name(&action);
         if let Action::Event(event) = action {
             self.events.record(event);
@@ -119,14 +136,19 @@ impl Applier {
             return None;
         }
         if let Action::Evict { pod, job, reason } = action {
-            return Some(self.evict(pod, job, &reason).await);
+            return Some(Report::Eviction(self.evict(pod, job, &reason).await));
         }
+        let reservation = match &action {
+            Action::CreateReservation(r) => Some(r.name_any()),
+            _ => None,
+        };
         let result = self.write(action, stores).await;
         self.health.count(name, &result);
-        if let Err(e) = result {
+        if let Err(e) = &result {
             tracing::warn!(action = name, error = %e, "write failed; the next round decides again");
         }
-        None
+        reservation
+            .map(|name| Report::Reservation { name, result: result.map_err(|e| e.to_string()) })
     }
 
     async fn write(&self, action: Action, stores: &mut Stores) -> Result<(), ApplyError> {
@@ -137,8 +159,14 @@ impl Applier {
             Action::CreateJob(job) => {
                 let status = job.status.clone();
                 let what = format!("PodMigrationJob/{}", job.name_any());
-                let mut created =
-                    jobs.create(&pp, &job).await.map_err(|e| KubeError::api("create", &what, e))?;
+                let mut created = match jobs.create(&pp, &job).await {
+                    Ok(created) => created,
+                    Err(e) if already_exists(&e) => {
+                        tracing::debug!(job = %job.name_any(), "PodMigrationJob exists already");
+                        return Ok(());
+                    }
+                    Err(e) => return Err(KubeError::api("create", &what, e).into()),
+                };
                 tracing::info!(job = %created.name_any(), pod = ?job.spec.pod_ref.as_ref().and_then(|r| r.name.as_deref()), "created PodMigrationJob");
                 // The status subresource ignores a status sent with the
                 // create; it is written next.
@@ -179,12 +207,21 @@ impl Applier {
             }
             Action::CreateReservation(r) => {
                 let what = format!("Reservation/{}", r.name_any());
-                let created = reservations.create(&pp, &r).await.map_err(|e| {
-                    if matches!(&e, kube::Error::Api(s) if s.code == 404) {
-                        tracing::warn!("the Reservation CRD is not installed: ReservationFirst migrations cannot progress");
+                let created = match reservations.create(&pp, &r).await {
+                    Ok(created) => created,
+                    Err(e) if already_exists(&e) => {
+                        tracing::debug!(reservation = %r.name_any(), "Reservation exists already");
+                        return Ok(());
                     }
-                    KubeError::api("create", &what, e)
-                })?;
+                    Err(e) => {
+                        if matches!(&e, kube::Error::Api(s) if s.code == 404) {
+                            tracing::warn!(
+                                "the Reservation CRD is not installed: ReservationFirst migrations cannot progress"
+                            );
+                        }
+                        return Err(KubeError::api("create", &what, e).into());
+                    }
+                };
                 tracing::info!(reservation = %created.name_any(), "created Reservation");
                 stores.put_reservation(created);
             }
@@ -245,6 +282,12 @@ impl Applier {
         self.events.record(event);
         EvictionReport { job, pod, outcome }
     }
+}
+
+/// Whether a create failed because the object exists (a create the
+/// driver made before a restart, or a retried one).
+fn already_exists(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 409 && s.reason == "AlreadyExists")
 }
 
 /// Deletes an object; one already gone is fine.

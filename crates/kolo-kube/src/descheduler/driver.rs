@@ -20,7 +20,9 @@ use kube::Client;
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use tokio::time::{Instant, sleep_until};
 
-use super::apply::{Applier, EvictionReport};
+use std::collections::HashMap;
+
+use super::apply::{Applier, Report};
 use super::events::Events;
 use super::metrics::DeschedulerMetrics;
 use super::stores::{Stores, Touched, Update};
@@ -28,6 +30,7 @@ use super::watch::{WatchScope, spawn_watchers};
 use crate::error::KubeError;
 use crate::health::Health;
 use crate::leader::Leadership;
+use kolo_descheduler::Action;
 
 /// How often the migration controller runs without a change.
 pub const MIGRATE_INTERVAL: Duration = Duration::from_millis(500);
@@ -72,6 +75,11 @@ impl DeschedulerDriver {
     /// is given; the caller acquired it) or the process ends.
     pub async fn run(self, leadership: Option<Leadership>) -> Result<(), KubeError> {
         let DeschedulerDriver { descheduler, client, evictions, options, health } = self;
+        if !descheduler.balances() {
+            tracing::warn!(
+                "no Balance plugin enabled: only existing PodMigrationJobs are advanced"
+            );
+        }
         let (tx, rx) = unbounded_channel();
         spawn_watchers(&client, &options.scope, &tx);
         drop(tx);
@@ -176,38 +184,83 @@ impl Rounds {
                 pool = %pool.pool, stopped = %pool.stopped, ?classes, ?candidates, "balance round"
             );
         }
-        for action in round.actions {
-            if let Some(report) = self.applier.apply(action, &mut self.stores).await {
-                self.report_eviction(report);
-            }
-        }
+        self.carry_out(round.actions).await;
     }
 
     /// One migration pass and its actions.
     async fn migrate(&mut self) {
         let cluster = self.stores.cluster();
         let actions = self.descheduler.migrate(&cluster, Timestamp::now());
+        self.carry_out(actions).await;
+    }
+
+    /// Carries out a round's actions in order and tells the migration
+    /// controller how its evictions and Reservations went (a
+    /// PodDisruptionBudget's refusal is an expected answer: the
+    /// controller's next pass fails the job with `FailedEvict`).
+    async fn carry_out(&mut self, actions: Vec<Action>) {
+        let owners = reservation_jobs(&actions);
         for action in actions {
-            if let Some(report) = self.applier.apply(action, &mut self.stores).await {
-                self.report_eviction(report);
+            match self.applier.apply(action, &mut self.stores).await {
+                Some(Report::Eviction(report)) => {
+                    if let Some(job) = &report.job {
+                        let result = report.outcome.result();
+                        self.descheduler.eviction_result(job, result, Timestamp::now());
+                    }
+                }
+                Some(Report::Reservation { name, result }) => {
+                    let job = owners.get(&name).map_or(name.as_str(), String::as_str);
+                    self.descheduler.reservation_result(job, result);
+                }
+                None => {}
             }
         }
     }
-
-    /// Tells the migration controller how an eviction ended (a
-    /// PodDisruptionBudget's refusal is an expected answer, recorded on
-    /// the job by the controller's next pass).
-    fn report_eviction(&mut self, report: EvictionReport) {
-        eviction_result(&mut self.descheduler, report, Timestamp::now());
-    }
 }
 
-/// Hands an eviction's outcome to the descheduler's migration controller.
-///
-/// (Adapter: the controller's `eviction_result` is being written; until it
-/// lands the outcome is only logged, counted and recorded as an Event on
-/// the pod by the applier.)
-fn eviction_result(descheduler: &mut Descheduler, report: EvictionReport, now: Timestamp) {
-    let _ = (descheduler, now);
-    tracing::debug!(job = ?report.job, pod = %report.pod, outcome = ?report.outcome, "eviction outcome");
+/// Reservation name → the job whose new spec names it, among `actions`
+/// (the controller creates a job's Reservation and records it in the
+/// job's spec in the same pass). A Reservation no spec names is the job's
+/// own name (the controller's default).
+pub fn reservation_jobs(actions: &[Action]) -> HashMap<String, String> {
+    actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::SetJobSpec { job, spec } => {
+                let reservation = spec.reservation_options.as_ref()?.reservation_ref.as_ref()?;
+                Some((reservation.name.clone()?, job.clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::ObjectReference;
+    use kolo_api::crd::{PodMigrateReservationOptions, PodMigrationJobSpec};
+
+    use super::*;
+
+    #[test]
+    fn a_reservation_is_reported_for_the_job_whose_spec_names_it() {
+        let spec = PodMigrationJobSpec {
+            reservation_options: Some(PodMigrateReservationOptions {
+                reservation_ref: Some(ObjectReference {
+                    name: Some("r-1".into()),
+                    ..ObjectReference::default()
+                }),
+                ..PodMigrateReservationOptions::default()
+            }),
+            ..PodMigrationJobSpec::default()
+        };
+        let actions = [
+            Action::DeleteJob { job: "old".into() },
+            Action::SetJobSpec { job: "job-1".into(), spec: Box::new(spec) },
+            Action::SetJobSpec { job: "job-2".into(), spec: Box::default() },
+        ];
+        let owners = reservation_jobs(&actions);
+        assert_eq!(owners.get("r-1").map(String::as_str), Some("job-1"));
+        assert_eq!(owners.len(), 1, "a spec naming no Reservation maps nothing");
+    }
 }
