@@ -87,17 +87,7 @@ fn class_value(name: &str) -> Option<i32> {
     })
 }
 
-/// `namespaces`: include xor exclude.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Namespaces {
-    /// Only these namespaces.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub include: Vec<String>,
-    /// Every namespace but these.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub exclude: Vec<String>,
-}
+pub use crate::namespaces::Namespaces;
 
 /// What the filter is built from (the migration controller's args carry
 /// the same fields).
@@ -150,8 +140,7 @@ impl EvictorFilter {
             Some(t) => t.resolve().map_err(FilterError::PriorityThreshold)?,
             None => None,
         };
-        if args.namespaces.as_ref().is_some_and(|n| !n.include.is_empty() && !n.exclude.is_empty())
-        {
+        if args.namespaces.as_ref().is_some_and(Namespaces::has_both) {
             return Err(FilterError::Namespaces);
         }
         let selector = args.label_selector.as_ref().map(LabelSelector::compile).transpose()?;
@@ -235,12 +224,7 @@ impl EvictorFilter {
     fn check_scope(&self, pod: &PodInfo) -> Result<(), String> {
         let namespace = pod.view().namespace();
         if let Some(ns) = &self.args.namespaces {
-            if !ns.include.is_empty() && !ns.include.iter().any(|n| n == namespace) {
-                return Err(format!("namespace {namespace:?} is not in namespaces.include"));
-            }
-            if ns.exclude.iter().any(|n| n == namespace) {
-                return Err(format!("namespace {namespace:?} is in namespaces.exclude"));
-            }
+            ns.admit(namespace, "namespaces")?;
         }
         if let Some(selector) = &self.selector
             && !selector.matches(pod.view().labels())

@@ -29,6 +29,7 @@ pub mod evictor;
 pub mod evictor_filter;
 pub mod low_node_load;
 pub mod migration;
+pub mod namespaces;
 pub mod plan;
 pub mod pod_sort;
 

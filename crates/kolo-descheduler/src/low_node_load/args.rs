@@ -38,17 +38,7 @@ fn invalid(field: impl Into<String>, message: impl Into<String>) -> Error {
     Error { field: field.into(), message: message.into() }
 }
 
-/// `evictableNamespaces`: at most one of the two lists.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Namespaces {
-    /// Only these namespaces are evictable.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub include: Vec<String>,
-    /// These namespaces are not evictable.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub exclude: Vec<String>,
-}
+pub use crate::namespaces::Namespaces;
 
 /// One entry of `podSelectors` (the entries are ORed).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -294,10 +284,7 @@ impl LowNodeLoadArgs {
         if self.node_metric_expiration_seconds <= 0 {
             return Err(invalid("nodeMetricExpirationSeconds", "must be greater than 0"));
         }
-        if let Some(ns) = &self.evictable_namespaces
-            && !ns.include.is_empty()
-            && !ns.exclude.is_empty()
-        {
+        if self.evictable_namespaces.as_ref().is_some_and(Namespaces::has_both) {
             return Err(invalid("evictableNamespaces", "only one of include/exclude can be set"));
         }
         for (i, s) in self.pod_selectors.iter().enumerate() {

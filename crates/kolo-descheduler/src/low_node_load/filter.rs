@@ -6,12 +6,12 @@ use kolo_core::selector::LabelSelector;
 use kolo_scheduler::framework::PodInfo;
 
 use super::args::{Error, LowNodeLoadArgs};
+use crate::namespaces::Namespaces;
 
 /// See the module documentation.
 #[derive(Debug, Clone, Default)]
 pub struct PodFilter {
-    include: Vec<String>,
-    exclude: Vec<String>,
+    namespaces: Namespaces,
     selectors: Vec<LabelSelector>,
 }
 
@@ -29,19 +29,13 @@ impl PodFilter {
                 })?);
             }
         }
-        Ok(PodFilter { include: ns.include, exclude: ns.exclude, selectors })
+        Ok(PodFilter { namespaces: ns, selectors })
     }
 
     /// Whether `pod` may be evicted by this plugin; `Err` says why not.
     pub fn check(&self, pod: &PodInfo) -> Result<(), String> {
         let view = pod.view();
-        let ns = view.namespace();
-        if !self.include.is_empty() && !self.include.iter().any(|n| n == ns) {
-            return Err(format!("namespace {ns} is not in evictableNamespaces.include"));
-        }
-        if self.exclude.iter().any(|n| n == ns) {
-            return Err(format!("namespace {ns} is in evictableNamespaces.exclude"));
-        }
+        self.namespaces.admit(view.namespace(), "evictableNamespaces")?;
         if !self.selectors.is_empty()
             && !self.selectors.iter().any(|s| s.matches_with(|k| view.label(k)))
         {
