@@ -66,9 +66,19 @@ async fn post(
     name: &str,
     version: EvictionVersion,
 ) -> Result<(), kube::Error> {
+    post_eviction(client, namespace, name, &eviction_body(namespace, name, version)).await
+}
+
+/// POSTs the Eviction `body` for `namespace/name` (the descheduler adds a
+/// UID precondition to the body).
+pub(crate) async fn post_eviction(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    body: &serde_json::Value,
+) -> Result<(), kube::Error> {
     let uri = format!("/api/v1/namespaces/{namespace}/pods/{name}/eviction");
-    let body = serde_json::to_vec(&eviction_body(namespace, name, version))
-        .map_err(kube::Error::SerdeError)?;
+    let body = serde_json::to_vec(body).map_err(kube::Error::SerdeError)?;
     let request = http::Request::post(uri)
         .header(http::header::CONTENT_TYPE, "application/json")
         .body(body)

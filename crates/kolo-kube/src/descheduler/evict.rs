@@ -15,7 +15,7 @@ use std::time::Duration;
 use kolo_core::PodRef;
 use kube::Client;
 
-use crate::agent::eviction::{EvictionVersion, eviction_body, version_unknown};
+use crate::agent::eviction::{EvictionVersion, eviction_body, post_eviction, version_unknown};
 
 /// How long one eviction may take before it counts as failed.
 pub const EVICTION_TIMEOUT: Duration = Duration::from_secs(10);
@@ -66,14 +66,8 @@ pub fn guarded_eviction_body(pod: &PodRef, version: EvictionVersion) -> serde_js
 }
 
 async fn post(client: &Client, pod: &PodRef, version: EvictionVersion) -> Result<(), kube::Error> {
-    let uri = format!("/api/v1/namespaces/{}/pods/{}/eviction", pod.namespace, pod.name);
-    let body = serde_json::to_vec(&guarded_eviction_body(pod, version))
-        .map_err(kube::Error::SerdeError)?;
-    let request = http::Request::post(uri)
-        .header(http::header::CONTENT_TYPE, "application/json")
-        .body(body)
-        .map_err(kube::Error::HttpError)?;
-    client.request::<serde_json::Value>(request).await.map(drop)
+    let body = guarded_eviction_body(pod, version);
+    post_eviction(client, &pod.namespace, &pod.name, &body).await
 }
 
 /// Classifies the answer to one eviction request.
