@@ -142,6 +142,15 @@ impl Leadership {
     pub fn is_lost(&self) -> bool {
         *self.lost.borrow()
     }
+
+    /// [`lost`](Self::lost) for a component that may run without leader
+    /// election (`None`): then it never resolves.
+    pub async fn lost_if_held(leadership: Option<Leadership>) -> KubeError {
+        match leadership {
+            Some(mut l) => l.lost().await,
+            None => std::future::pending().await,
+        }
+    }
 }
 
 impl Elector {

@@ -102,14 +102,8 @@ impl DeschedulerDriver {
             health,
             interval,
         };
-        let lost = async move {
-            match leadership {
-                Some(mut l) => l.lost().await,
-                None => std::future::pending().await,
-            }
-        };
         tokio::select! {
-            e = lost => Err(e),
+            e = Leadership::lost_if_held(leadership) => Err(e),
             () = rounds.run(rx) => Ok(()),
         }
     }

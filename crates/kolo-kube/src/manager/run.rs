@@ -137,14 +137,8 @@ impl Controller {
             ),
             jobs,
         };
-        let lost = async move {
-            match leadership {
-                Some(mut l) => l.lost().await,
-                None => std::future::pending().await,
-            }
-        };
         tokio::select! {
-            e = lost => Err(e),
+            e = Leadership::lost_if_held(leadership) => Err(e),
             () = self.passes(&stores, &changed) => Ok(()),
         }
     }

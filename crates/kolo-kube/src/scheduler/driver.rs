@@ -157,10 +157,7 @@ impl SchedulerDriver {
             .name("kolo-scheduling".into())
             .spawn(move || thread.run(rx))
             .map_err(|source| KubeError::Thread { source })?;
-        match leadership {
-            Some(mut l) => Err(l.lost().await),
-            None => std::future::pending().await,
-        }
+        Err(Leadership::lost_if_held(leadership).await)
     }
 }
 
