@@ -629,16 +629,14 @@ impl Scheduler {
         }
     }
 
-    /// Whether the pod's nomination still waits for victims the cache
-    /// counts (the same pod: same UID).
-    fn awaiting_victims(&self, key: &str) -> bool {
-        self.nominations.get(key).is_some_and(|n| {
-            n.victims.iter().any(|v| {
-                self.cache
-                    .pod(&v.pod)
-                    .is_some_and(|c| c.node.is_some() && c.info.view().uid() == v.uid)
-            })
-        })
+    /// The node the pod's nomination still waits for victims on (victims
+    /// the cache counts: the same pod, same UID).
+    fn awaiting_victims(&self, key: &str) -> Option<Box<str>> {
+        let n = self.nominations.get(key)?;
+        let waiting = n.victims.iter().any(|v| {
+            self.cache.pod(&v.pod).is_some_and(|c| c.node.is_some() && c.info.view().uid() == v.uid)
+        });
+        waiting.then(|| n.node.clone())
     }
 
     /// The nodes as a pod of `priority` must see them when other pods of
@@ -786,6 +784,7 @@ impl Scheduler {
             let nodes = overlay.as_deref().unwrap_or(cache.nodes());
             let mut search =
                 Search::new(ctx, state, info, profile, profile_index, nodes, running, *facts);
+            let awaiting_victims = awaiting_victims.as_deref();
             search.post_filter_input = Some(PostFilterInput { cache, awaiting_victims });
             let want = num_feasible_nodes_to_find(nodes.len(), *percentage);
             // The equivalence cache keys results by the cache's node

@@ -79,7 +79,7 @@ pub(crate) struct NoNode {
 #[derive(Clone, Copy)]
 pub(crate) struct PostFilterInput<'a> {
     pub cache: &'a Cache,
-    pub awaiting_victims: bool,
+    pub awaiting_victims: Option<&'a str>,
 }
 
 /// Buffers reused from cycle to cycle (allocating them per pod costs more
@@ -598,7 +598,7 @@ struct SearchCluster<'s, 'a> {
     search: &'s Search<'a>,
     cache: &'a Cache,
     pods: OnceLock<HashMap<NodeId, Vec<Arc<PodInfo>>>>,
-    awaiting_victims: bool,
+    awaiting_victims: Option<&'a str>,
 }
 
 impl<'s, 'a> SearchCluster<'s, 'a> {
@@ -640,7 +640,7 @@ impl PostFilterCluster for SearchCluster<'_, '_> {
         Ok(())
     }
 
-    fn awaiting_victims(&self) -> bool {
+    fn awaiting_victims_on(&self) -> Option<&str> {
         self.awaiting_victims
     }
 

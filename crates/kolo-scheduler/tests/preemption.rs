@@ -5,9 +5,11 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kolo_core::clock::Timestamp;
 use kolo_scheduler::binder::InMemoryBinder;
 use kolo_scheduler::config::SchedulerConfig;
+use kolo_scheduler::framework::{ObjectKind, ObjectRef, SchedulingObject};
 use kolo_scheduler::plugins::{DEFAULT_PLUGINS, registry};
 use kolo_scheduler::report::Victim;
 use kolo_scheduler::scheduler::{CycleReport, Outcome, Scheduler};
@@ -101,6 +103,41 @@ fn a_high_priority_pod_preempts_the_minimal_set_on_the_best_node() {
     let placed: Vec<_> = reports.iter().filter_map(scheduled_on).collect();
     assert_eq!(placed, ["b"], "{reports:?}");
     assert_eq!(s.nominated_node("ns/web"), None);
+}
+
+#[test]
+fn a_pod_disruption_budget_moves_preemption_to_a_node_without_violations() {
+    let budget: PodDisruptionBudget = serde_saphyr::from_str(
+        "metadata: {name: free, namespace: ns}\n\
+         spec: {selector: {matchLabels: {koordinator.sh/priority-class: koord-free}}}\n\
+         status: {disruptionsAllowed: 1, currentHealthy: 2, desiredHealthy: 1, expectedPods: 2}",
+    )
+    .unwrap();
+    let mut s = two_full_nodes();
+    s.apply_object(SchedulingObject::PodDisruptionBudget(Arc::new(budget)), t(0));
+    s.apply_pod(pod("web", "koord-prod", 9500, "2", None, ""), t(0)).unwrap();
+    // Without the budget b wins (see above); with it, evicting both free
+    // pods breaks it once, so kube's first criterion (fewest violations)
+    // picks a.
+    assert_eq!(
+        preemption(&s.schedule_next(t(0)).unwrap()),
+        (Some("a"), BTreeSet::from(["ns/batch-2"]))
+    );
+
+    // The budget deleted, a fresh preemptor goes back to b.
+    let mut s = two_full_nodes();
+    s.apply_object(
+        SchedulingObject::PodDisruptionBudget(Arc::new(serde_saphyr::from_str(
+            "metadata: {name: free, namespace: ns}\nspec: {selector: {matchLabels: {koordinator.sh/priority-class: koord-free}}}",
+        ).unwrap())),
+        t(0),
+    );
+    s.remove_object(
+        &ObjectRef { kind: ObjectKind::PodDisruptionBudget, key: "ns/free".into() },
+        t(0),
+    );
+    s.apply_pod(pod("web", "koord-prod", 9500, "2", None, ""), t(0)).unwrap();
+    assert_eq!(preemption(&s.schedule_next(t(0)).unwrap()).0, Some("b"));
 }
 
 #[test]
@@ -229,4 +266,26 @@ fn a_cleared_nomination_lets_the_pod_preempt_again() {
     s.apply_pod(pod("web", "koord-prod", 9500, "4", None, ""), t(1)).unwrap();
     let report = s.schedule_next(t(1)).unwrap();
     assert_eq!(preemption(&report), (Some("n"), BTreeSet::from(["ns/old"])));
+}
+
+#[test]
+fn a_nomination_on_a_node_that_now_rejects_the_pod_for_good_is_dropped() {
+    let mut s = scheduler();
+    s.apply_node(node("n", "4", ""), t(0)).unwrap();
+    s.apply_pod(pod("old", "koord-batch", 5500, "4", Some("n"), ""), t(0)).unwrap();
+    s.apply_pod(pod("web", "koord-prod", 9500, "4", None, ""), t(0)).unwrap();
+    assert_eq!(preemption(&s.schedule_next(t(0)).unwrap()).0, Some("n"));
+    // While the victim is still there the pod waits for it...
+    s.apply_pod(pod("web", "koord-prod", 9500, "4", None, ""), t(1)).unwrap();
+    assert_eq!(preemption(&s.schedule_next(t(1)).unwrap()), (None, BTreeSet::new()));
+    assert_eq!(s.nominated_node("ns/web"), Some("n"));
+    // ... until the node is tainted against it: kube-scheduler's
+    // PodEligibleToPreemptOthers lets it preempt again, there is nowhere
+    // to, and the nomination goes.
+    let tainted = "spec: {taints: [{key: maintenance, effect: NoSchedule}]}";
+    s.apply_node(node("n", "4", tainted), t(2)).unwrap();
+    let reports = s.run_until_idle(t(30));
+    assert!(!reports.is_empty(), "the node update retries the pod");
+    assert!(reports.iter().all(|r| preemption(r) == (None, BTreeSet::new())), "{reports:?}");
+    assert_eq!(s.nominated_node("ns/web"), None);
 }

@@ -179,3 +179,91 @@ fn a_refused_eviction_leaves_the_victim_and_no_nomination() {
     assert!(preemptor["status"]["nominatedNodeName"].is_null(), "{preemptor}");
     assert_eq!(node_of(&config, &id, "preemptor"), None);
 }
+
+#[test]
+fn a_pod_disruption_budget_steers_preemption_to_another_node() {
+    let Some(config) = common::kubeconfig("e2e_preemption steered by a PDB") else { return };
+    let id = e2e_common::run_id("preempt-steer");
+    let _cleanup = TestObjects {
+        config: &config,
+        id: id.clone(),
+        labelled: "nodes,nodemetrics,priorityclasses",
+        namespaced: "events,poddisruptionbudgets",
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (node_a, low, high, scheduler) = cluster(&config, &id, dir.path());
+    let node_b = format!("{id}-b");
+    create_node(&config, &node_b, &id, "4", "32Gi");
+    create(
+        &config,
+        &serde_json::json!({
+            "apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeMetric",
+            "metadata": {"name": node_b, "labels": {"kolo-test": id}}, "spec": {},
+        }),
+    );
+    report_usage(&config, &node_b, "1", "4Gi");
+    let mid = priority_class(&config, &id, "mid", 2000);
+    // The guarded victim (on a) has the lower priority, so without the
+    // budget a is the better node (kube's second criterion); the budget
+    // (never processed here: it allows no disruption) makes evicting it a
+    // violation, and the first criterion picks b.
+    create(
+        &config,
+        &serde_json::json!({
+            "apiVersion": "policy/v1beta1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": "guard", "namespace": id},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "guarded"}}},
+        }),
+    );
+    for (name, class, node, app) in
+        [("guarded", &low, &node_a, "guarded"), ("unguarded", &mid, &node_b, "other")]
+    {
+        let mut p = pod(name, &id, &id, &id, "3");
+        p["metadata"]["labels"]["app"] = app.into();
+        p["spec"]["priorityClassName"] = class.as_str().into();
+        p["spec"]["nodeName"] = node.as_str().into();
+        create(&config, &p);
+    }
+    create_pod(&config, &id, "preemptor", &high);
+    let nominated = wait_for("nominatedNodeName", TIMEOUT, || {
+        let p = get_json(&config, &["pod", "preemptor", "-n", &id])?;
+        p["status"]["nominatedNodeName"].as_str().map(String::from)
+    });
+    assert_eq!(nominated, node_b, "scheduler log:\n{}", scheduler.log());
+    wait_for("the unguarded victim's deletion", TIMEOUT, || {
+        let p = get_json(&config, &["pod", "unguarded", "-n", &id])?;
+        p["metadata"]["deletionTimestamp"].as_str().map(String::from)
+    });
+    let guarded = get_json(&config, &["pod", "guarded", "-n", &id]).unwrap();
+    assert!(guarded["metadata"]["deletionTimestamp"].is_null(), "{guarded}");
+}
+
+#[test]
+fn a_dropped_nomination_is_cleared_in_the_api() {
+    let Some(config) = common::kubeconfig("e2e_preemption clearing a nomination") else { return };
+    let id = e2e_common::run_id("preempt-clear");
+    let _cleanup = TestObjects {
+        config: &config,
+        id: id.clone(),
+        labelled: "nodes,nodemetrics,priorityclasses",
+        namespaced: "events,poddisruptionbudgets",
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (node, low, high, scheduler) = cluster(&config, &id, dir.path());
+    create_pod(&config, &id, "victim", &low);
+    wait_for("the victim to be bound", TIMEOUT, || node_of(&config, &id, "victim"));
+    create_pod(&config, &id, "preemptor", &high);
+    let nominated = || {
+        let p = get_json(&config, &["pod", "preemptor", "-n", &id])?;
+        p["status"]["nominatedNodeName"].as_str().map(String::from)
+    };
+    assert_eq!(wait_for("nominatedNodeName", TIMEOUT, nominated), node);
+    // The victim stays (no kubelet finishes it) and the node is now
+    // tainted against the preemptor: it may preempt again, finds nowhere
+    // to, and its nomination is dropped — in the API too.
+    let taint =
+        serde_json::json!({"spec": {"taints": [{"key": "maintenance", "effect": "NoSchedule"}]}});
+    patch(&config, &["node", &node], &taint);
+    wait_for("nominatedNodeName to be cleared", TIMEOUT, || nominated().is_none().then_some(()));
+    assert!(scheduler.log().contains("nominatedNodeName cleared"), "{}", scheduler.log());
+}

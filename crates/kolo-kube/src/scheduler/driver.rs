@@ -14,6 +14,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kolo_api::crd::{ElasticQuota, NodeMetric, PodGroup, Reservation};
 use kolo_core::clock::Timestamp;
 use kolo_scheduler::config::SchedulerConfig;
@@ -26,7 +27,7 @@ use tokio::runtime::Handle;
 use super::binder::KubeBinder;
 use kolo_core::PodRef;
 
-use super::preempt::{Preemption, preempt};
+use super::preempt::{Preemption, clear_nomination, preempt};
 use super::report::Reports;
 use super::reservations::{Reservations, StatusWrite, write_status};
 use super::watch::spawn_watchers;
@@ -50,6 +51,8 @@ pub enum Update {
     PodGroup(Box<Change<PodGroup>>),
     /// A Reservation changed.
     Reservation(Box<Change<Reservation>>),
+    /// A PodDisruptionBudget changed (read as `policy/v1`).
+    Budget(Box<Change<PodDisruptionBudget>>),
     /// Writing this Reservation's status failed: the next change retries.
     ReservationWriteFailed(String),
     /// The CRD of this kind is not installed: schedule as if there were
@@ -64,8 +67,15 @@ pub enum Update {
 
 /// The kinds whose first list the scheduler waits for before it decides
 /// anything (a CRD that is not installed counts as listed, empty).
-const SYNCED_KINDS: [&str; 6] =
-    ["nodes", "pods", "nodemetrics", "elasticquotas", "podgroups", "reservations"];
+const SYNCED_KINDS: [&str; 7] = [
+    "nodes",
+    "pods",
+    "nodemetrics",
+    "elasticquotas",
+    "podgroups",
+    "reservations",
+    "poddisruptionbudgets",
+];
 
 /// The index in [`SYNCED_KINDS`] of a scheduling object's kind.
 fn synced_index(kind: ObjectKind) -> usize {
@@ -73,6 +83,7 @@ fn synced_index(kind: ObjectKind) -> usize {
         ObjectKind::ElasticQuota => 3,
         ObjectKind::PodGroup => 4,
         ObjectKind::Reservation => 5,
+        ObjectKind::PodDisruptionBudget => 6,
     }
 }
 
@@ -135,6 +146,7 @@ impl SchedulerDriver {
             health: self.health.clone(),
             synced: [false; SYNCED_KINDS.len()],
             uids: HashMap::new(),
+            nominated_in_api: HashMap::new(),
             reported: HashMap::new(),
             client: self.client.clone(),
             v1beta1_only: Arc::new(AtomicBool::new(false)),
@@ -161,6 +173,9 @@ struct SchedulingThread {
     synced: [bool; SYNCED_KINDS.len()],
     /// Pod key → UID (Events and bindings name the pod by UID).
     uids: HashMap<String, String>,
+    /// Pending pod key → the `status.nominatedNodeName` its object shows,
+    /// so a nomination the scheduler dropped is cleared in the API too.
+    nominated_in_api: HashMap<String, String>,
     /// Pod key → the failure last reported, so a pod that fails the same
     /// way again (after its own condition update requeued it) is not
     /// reported twice.
@@ -218,6 +233,10 @@ impl SchedulingThread {
                     if pod.spec.as_ref().is_some_and(|s| s.node_name.is_some()) {
                         self.reported.remove(&k);
                     }
+                    match api_nomination(&pod) {
+                        Some(node) => self.nominated_in_api.insert(k.clone(), node),
+                        None => self.nominated_in_api.remove(&k),
+                    };
                     self.uids.insert(k.clone(), pod.uid().unwrap_or_default());
                     let writes = self.reservations.pod_changed(&k, &pod, now);
                     self.write_reservations(writes);
@@ -230,6 +249,7 @@ impl SchedulingThread {
                     self.write_reservations(write);
                     self.scheduler.remove_pod(&k, now);
                     self.uids.remove(&k);
+                    self.nominated_in_api.remove(&k);
                     self.reported.remove(&k);
                 }
                 Change::Synced => self.synced(1),
@@ -253,6 +273,11 @@ impl SchedulingThread {
                 self.object(*change, ObjectKind::PodGroup, SchedulingObject::PodGroup)
             }
             Update::Reservation(change) => self.reservation(*change),
+            Update::Budget(change) => self.object(
+                *change,
+                ObjectKind::PodDisruptionBudget,
+                SchedulingObject::PodDisruptionBudget,
+            ),
             Update::ReservationWriteFailed(name) => self.reservations.write_failed(&name),
             Update::CrdMissing(kind) => self.synced(synced_index(kind)),
             Update::Wake => {}
@@ -260,6 +285,7 @@ impl SchedulingThread {
                 if self.scheduler.clear_nomination(&pod) {
                     tracing::info!(%pod, "nomination dropped: not every victim could be evicted");
                 }
+                self.clear_stale_nomination(&pod);
             }
         }
     }
@@ -327,6 +353,22 @@ impl SchedulingThread {
         }
     }
 
+    /// Clears the pod's `status.nominatedNodeName` in the API when the
+    /// object shows one and the scheduler holds none (dropped, or never
+    /// this scheduler's).
+    fn clear_stale_nomination(&mut self, pod: &str) {
+        if self.scheduler.nominated_node(pod).is_some() {
+            return;
+        }
+        if self.nominated_in_api.remove(pod).is_none() {
+            return;
+        }
+        let uid = self.uids.get(pod).cloned().unwrap_or_default();
+        let task =
+            clear_nomination(self.client.clone(), self.health.clone(), PodRef::from_key(pod, &uid));
+        self.runtime.spawn(task);
+    }
+
     /// Carries out a preemption on the runtime (evictions, the nomination).
     fn preempt(&self, pod: &str, node: String, victims: Vec<kolo_scheduler::report::Victim>) {
         let uid = self.uids.get(pod).cloned().unwrap_or_default();
@@ -363,8 +405,9 @@ impl SchedulingThread {
                 return;
             }
             Outcome::Unschedulable { message, nominated, victims, .. } => {
-                if let Some(node) = nominated {
-                    self.preempt(&report.pod, node, victims);
+                match nominated {
+                    Some(node) => self.preempt(&report.pod, node, victims),
+                    None => self.clear_stale_nomination(&report.pod),
                 }
                 (true, message)
             }
@@ -395,4 +438,13 @@ impl SchedulingThread {
         let write = self.reservations.unschedulable(&name, &message, Timestamp::now());
         self.write_reservations(write);
     }
+}
+
+/// The `status.nominatedNodeName` of a pod not yet assigned, if set.
+fn api_nomination(pod: &Pod) -> Option<String> {
+    if pod.spec.as_ref().is_some_and(|s| s.node_name.is_some()) {
+        return None;
+    }
+    let node = pod.status.as_ref()?.nominated_node_name.as_deref()?;
+    (!node.is_empty()).then(|| node.to_string())
 }

@@ -41,6 +41,29 @@ pub fn nomination_patch(node: &str) -> serde_json::Value {
     serde_json::json!({"status": {"nominatedNodeName": node}})
 }
 
+/// The merge patch that removes a pod's `status.nominatedNodeName`.
+pub fn clear_nomination_patch() -> serde_json::Value {
+    serde_json::json!({"status": {"nominatedNodeName": null}})
+}
+
+/// Removes the preemptor's `status.nominatedNodeName` once the scheduler
+/// holds no nomination for it any more (kube-scheduler clears it when
+/// preemption finds no candidate), so the API does not show a node the
+/// pod is no longer waiting for. A failure is logged and counted.
+pub async fn clear_nomination(client: Client, health: Arc<Health>, pod: PodRef) {
+    let api: Api<Pod> = Api::namespaced(client, &pod.namespace);
+    let patch = Patch::Merge(clear_nomination_patch());
+    let result = api.patch_status(&pod.name, &PatchParams::default(), &patch).await;
+    health.count("clear_nomination", &result);
+    match result {
+        Ok(_) => tracing::info!(pod = %pod, "nominatedNodeName cleared"),
+        Err(e) => {
+            let e = KubeError::api("patch status of", format!("Pod/{pod}"), e);
+            tracing::warn!(error = %e, "could not clear nominatedNodeName");
+        }
+    }
+}
+
 /// What the Events say: `Preempted by ns/name on node n` on each victim.
 pub fn preempted_note(preemptor: &PodRef, node: &str) -> String {
     format!("Preempted by {preemptor} on node {node}")
@@ -111,6 +134,10 @@ mod tests {
         assert_eq!(
             nomination_patch("node-1"),
             serde_json::json!({"status": {"nominatedNodeName": "node-1"}})
+        );
+        assert_eq!(
+            clear_nomination_patch(),
+            serde_json::json!({"status": {"nominatedNodeName": null}})
         );
         let preemptor = PodRef::from_key("ns/web", "u-web");
         assert_eq!(preempted_note(&preemptor, "node-1"), "Preempted by ns/web on node node-1");

@@ -115,6 +115,8 @@ impl EventKinds {
     pub const RESERVATION: EventKinds = EventKinds(1 << 8);
     /// A pending pod appeared, changed or went (gangs wait for members).
     pub const POD_PENDING: EventKinds = EventKinds(1 << 9);
+    /// A PodDisruptionBudget was created, changed or deleted.
+    pub const DISRUPTION_BUDGET: EventKinds = EventKinds(1 << 10);
     /// Every change of nodes, assigned pods and NodeMetrics: what a plugin
     /// registers by default. The job-scheduling kinds above ([`QUOTA`],
     /// [`POD_GROUP`], [`RESERVATION`], [`POD_PENDING`]) wake only pods

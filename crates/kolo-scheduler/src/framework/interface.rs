@@ -299,11 +299,11 @@ pub trait PostFilterCluster: Sync {
     /// still count as placed).
     fn fits_without(&self, node: &NodeInfo, removed: &[&PodInfo]) -> Verdict;
 
-    /// Whether the pod holds a nomination from an earlier cycle whose
-    /// victims are still counted (kube-scheduler's
+    /// The node of the pod's nomination from an earlier cycle, while its
+    /// victims there are still counted (kube-scheduler's
     /// `PodEligibleToPreemptOthers`: such a pod waits instead of
-    /// preempting again).
-    fn awaiting_victims(&self) -> bool;
+    /// preempting again, unless that node now rejects it for good).
+    fn awaiting_victims_on(&self) -> Option<&str>;
 
     /// Whether every [`PreemptionGuard`] of the profile lets the pod evict
     /// `victim` (a pod of [`pods_on`](Self::pods_on)). `true` by default.

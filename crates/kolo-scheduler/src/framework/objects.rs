@@ -1,6 +1,6 @@
 //! Scheduling objects besides nodes, pods and NodeMetrics: the CRDs job
-//! scheduling reads (ElasticQuota, PodGroup, Reservation), and the pending
-//! pods themselves, as plugins that keep state from them receive them.
+//! scheduling reads (ElasticQuota, PodGroup, Reservation), the
+//! PodDisruptionBudgets preemption reads, and the pending pods themselves, as plugins that keep state from them receive them.
 //!
 //! The framework only passes these along ([`ClusterEventHandler::on_object`]
 //! and the queue's wake-ups); what they mean is the plugins' business.
@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kolo_api::crd::{ElasticQuota, PodGroup, Reservation};
 
 use super::{EventKinds, PodInfo};
@@ -23,6 +24,10 @@ pub enum SchedulingObject {
     PodGroup(Arc<PodGroup>),
     /// A `Reservation` (`scheduling.koordinator.sh/v1alpha1`).
     Reservation(Arc<Reservation>),
+    /// A `PodDisruptionBudget` (`policy/v1`; drivers read `policy/v1beta1`
+    /// on clusters that serve only that, the fields preemption reads are
+    /// the same).
+    PodDisruptionBudget(Arc<PodDisruptionBudget>),
 }
 
 /// Which kind of [`SchedulingObject`].
@@ -34,6 +39,8 @@ pub enum ObjectKind {
     PodGroup,
     /// `Reservation` (cluster-scoped: its namespace is empty).
     Reservation,
+    /// `PodDisruptionBudget`.
+    PodDisruptionBudget,
 }
 
 impl ObjectKind {
@@ -43,6 +50,7 @@ impl ObjectKind {
             ObjectKind::ElasticQuota => EventKinds::QUOTA,
             ObjectKind::PodGroup => EventKinds::POD_GROUP,
             ObjectKind::Reservation => EventKinds::RESERVATION,
+            ObjectKind::PodDisruptionBudget => EventKinds::DISRUPTION_BUDGET,
         }
     }
 }
@@ -64,6 +72,7 @@ impl SchedulingObject {
             SchedulingObject::ElasticQuota(_) => ObjectKind::ElasticQuota,
             SchedulingObject::PodGroup(_) => ObjectKind::PodGroup,
             SchedulingObject::Reservation(_) => ObjectKind::Reservation,
+            SchedulingObject::PodDisruptionBudget(_) => ObjectKind::PodDisruptionBudget,
         }
     }
 
@@ -73,6 +82,7 @@ impl SchedulingObject {
             SchedulingObject::ElasticQuota(q) => &q.metadata,
             SchedulingObject::PodGroup(g) => &g.metadata,
             SchedulingObject::Reservation(r) => &r.metadata,
+            SchedulingObject::PodDisruptionBudget(b) => &b.metadata,
         };
         let name = meta.name.as_deref().unwrap_or_default();
         let key = match meta.namespace.as_deref() {

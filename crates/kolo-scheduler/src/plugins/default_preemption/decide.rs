@@ -25,7 +25,7 @@ pub struct PotentialVictim {
 impl PotentialVictim {
     /// kube-scheduler's `MoreImportantPod` as a sort key (smaller is more
     /// important): higher priority, then the earlier start.
-    fn importance(&self) -> (Reverse<i32>, Timestamp) {
+    pub fn importance(&self) -> (Reverse<i32>, Timestamp) {
         (Reverse(self.priority), self.start)
     }
 }

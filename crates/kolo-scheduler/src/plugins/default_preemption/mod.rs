@@ -4,6 +4,7 @@
 //!
 //! * [`decide`]: the pure core — victims on one node
 //!   ([`select_victims`]), the node to preempt on ([`pick_one_node`]);
+//! * [`budgets`]: PodDisruptionBudgets, and which victims would break them;
 //! * [`plugin`]: the framework adapter — who may preempt whom, the
 //!   candidate nodes, the fit checks through the framework's
 //!   [`PostFilterCluster`](crate::framework::PostFilterCluster).
@@ -15,8 +16,10 @@
 //!
 //! [`Nomination`]: crate::report::Nomination
 
+pub mod budgets;
 pub mod decide;
 pub mod plugin;
 
+pub use budgets::Budgets;
 pub use decide::{Candidate, PotentialVictim, Selection, pick_one_node, select_victims};
 pub use plugin::{DefaultPreemption, NAME, may_preempt};

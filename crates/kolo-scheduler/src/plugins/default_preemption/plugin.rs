@@ -3,10 +3,11 @@
 //!
 //! Differences from kube-scheduler, all documented in `docs/scheduler.md`:
 //!
-//! * **PodDisruptionBudgets are not read**: the scheduler does not watch
-//!   them, so every victim counts as not violating one (the eviction the
-//!   cluster driver sends still honours them: a refused eviction leaves the
-//!   victim, and the preemptor waits).
+//! * **PodDisruptionBudgets** come as scheduling objects
+//!   ([`SchedulingObject::PodDisruptionBudget`]); victims are counted
+//!   against them as kube-scheduler does ([`Budgets`]). The eviction the
+//!   cluster driver sends is still the final word: the API server refuses
+//!   an eviction a budget forbids.
 //! * **Every candidate node is tried** (kube samples at least 10% / 100 of
 //!   them from a random offset); in node order, so the choice is
 //!   deterministic.
@@ -14,7 +15,7 @@
 //!   a koord-prod pod or a latency-sensitive (LS, LSR, LSE) one, whatever
 //!   their priority values say.
 
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use kolo_api::names::annotation;
 use kolo_api::{PriorityClass, QoSClass};
@@ -22,10 +23,12 @@ use kolo_core::HasMeta;
 use kolo_core::clock::Timestamp;
 use rayon::prelude::*;
 
+use super::budgets::Budgets;
 use super::decide::{Candidate, PotentialVictim, pick_one_node, select_victims};
 use crate::framework::{
-    Code, CycleContext, CycleState, ExtensionPoints, NodeInfo, Plugin, PodInfo, PostFilter,
-    PostFilterCluster, PostFilterOutcome, Rejected,
+    ClusterEvent, ClusterEventHandler, Code, CycleContext, CycleState, ExtensionPoints, NodeInfo,
+    ObjectEvent, ObjectKind, Plugin, PodInfo, PostFilter, PostFilterCluster, PostFilterOutcome,
+    Rejected, SchedulingObject,
 };
 use crate::registry::PluginArgsError;
 use crate::report::{Nomination, Victim};
@@ -35,12 +38,35 @@ pub const NAME: &str = "DefaultPreemption";
 
 /// See the module documentation.
 #[derive(Debug, Default)]
-pub struct DefaultPreemption;
+pub struct DefaultPreemption {
+    budgets: RwLock<Budgets>,
+}
 
 impl DefaultPreemption {
     /// Builds the plugin (it takes no arguments).
     pub fn build(_args: Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, PluginArgsError> {
-        Ok(Arc::new(DefaultPreemption))
+        Ok(Arc::new(DefaultPreemption::default()))
+    }
+
+    fn budgets(&self) -> std::sync::RwLockReadGuard<'_, Budgets> {
+        self.budgets.read().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl ClusterEventHandler for DefaultPreemption {
+    fn on_event(&self, _event: &ClusterEvent<'_>) {}
+
+    fn on_object(&self, event: &ObjectEvent<'_>) {
+        let budgets = || self.budgets.write().unwrap_or_else(|p| p.into_inner());
+        match event {
+            ObjectEvent::Applied(SchedulingObject::PodDisruptionBudget(pdb)) => {
+                budgets().apply(pdb)
+            }
+            ObjectEvent::Removed(r) if r.kind == ObjectKind::PodDisruptionBudget => {
+                budgets().remove(&r.key)
+            }
+            _ => {}
+        }
     }
 }
 
@@ -49,7 +75,7 @@ impl Plugin for DefaultPreemption {
         NAME
     }
     fn extension_points(self: Arc<Self>) -> ExtensionPoints {
-        ExtensionPoints::of(self).post_filter().into()
+        ExtensionPoints::of(self).post_filter().event_handler().into()
     }
 }
 
@@ -92,15 +118,16 @@ impl PostFilter for DefaultPreemption {
     ) -> PostFilterOutcome {
         // kube-scheduler's PodEligibleToPreemptOthers: these pods do not
         // preempt (and keep any nomination they hold).
-        if never_preempts(pod) || cluster.awaiting_victims() {
+        if never_preempts(pod) || still_waits(rejections, cluster.awaiting_victims_on()) {
             return PostFilterOutcome::Unchanged;
         }
+        let budgets = self.budgets();
         // Only an Unschedulable rejection may be undone by removing pods;
         // an unresolvable one (a selector, a taint) or an error never.
         let found: Vec<Found<'_>> = rejections
             .par_iter()
             .filter(|(_, r)| r.rejection.code == Code::Unschedulable)
-            .filter_map(|&(node, _)| candidate(ctx.now, pod, node, cluster))
+            .filter_map(|&(node, _)| candidate(ctx.now, pod, node, cluster, &budgets))
             .collect();
         let candidates: Vec<Candidate> = found.iter().map(|f| f.candidate.clone()).collect();
         let Some(best) = pick_one_node(&candidates) else { return PostFilterOutcome::Clear };
@@ -118,12 +145,25 @@ impl PostFilter for DefaultPreemption {
     }
 }
 
+/// Whether a pod whose nomination on `nominated` still waits for victims
+/// should go on waiting: yes, unless that node now rejects it for good
+/// (`UnschedulableAndUnresolvable`: a taint, a selector) or is gone, when
+/// kube-scheduler lets it preempt again (and clears the nomination if
+/// there is nowhere to preempt).
+fn still_waits(rejections: &[(&NodeInfo, &Rejected)], nominated: Option<&str>) -> bool {
+    let Some(nominated) = nominated else { return false };
+    rejections.iter().any(|(node, r)| {
+        node.name() == nominated && r.rejection.code != Code::UnschedulableAndUnresolvable
+    })
+}
+
 /// The victims on `node` if preempting there makes the pod fit.
 fn candidate<'a>(
     now: Timestamp,
     pod: &PodInfo,
     node: &'a NodeInfo,
     cluster: &'a dyn PostFilterCluster,
+    budgets: &Budgets,
 ) -> Option<Found<'a>> {
     // Other plugins may veto victims (a quota keeps preemption inside it).
     let potential: Vec<&PodInfo> = cluster
@@ -137,15 +177,23 @@ fn candidate<'a>(
         // nothing.
         return None;
     }
-    let facts: Vec<PotentialVictim> = potential
+    let mut facts: Vec<PotentialVictim> = potential
         .iter()
         .map(|v| PotentialVictim {
             priority: v.view().priority(),
             start: start_time(v).unwrap_or(now),
-            // The scheduler reads no PodDisruptionBudgets (module docs).
             violates_pdb: false,
         })
         .collect();
+    if !budgets.is_empty() {
+        // Budgets are used up most important victim first.
+        let mut order: Vec<usize> = (0..facts.len()).collect();
+        order.sort_by_key(|&i| facts[i].importance());
+        let ordered: Vec<&PodInfo> = order.iter().map(|&i| potential[i]).collect();
+        for (&i, violates) in order.iter().zip(budgets.violations(&ordered)) {
+            facts[i].violates_pdb = violates;
+        }
+    }
     let mut gone = Vec::with_capacity(potential.len());
     let selection = select_victims(&facts, |removed| {
         gone.clear();
