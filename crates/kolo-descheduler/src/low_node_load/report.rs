@@ -116,8 +116,12 @@ pub struct CandidateReport {
     /// Whether this was the prod pass.
     pub prod: bool,
     /// Its usage score among the candidates (higher goes first among pods
-    /// that tie on the keys before it), scaled by 1000.
+    /// that tie on the keys before it), scaled by 1000; -1 without a metric.
     pub usage_score: i64,
+    /// The target node it fit (node fit on), which holds its usage from
+    /// then on in the round's arithmetic.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
     /// What happened to it.
     #[serde(flatten)]
     pub verdict: CandidateVerdict,

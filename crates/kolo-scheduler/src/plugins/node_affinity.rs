@@ -14,6 +14,7 @@ use crate::framework::{
 };
 use crate::registry::PluginArgsError;
 use kolo_core::HasMeta;
+use kolo_core::node::NodeView;
 
 /// The plugin's registered name.
 pub const NAME: &str = "NodeAffinity";
@@ -45,9 +46,9 @@ struct Term {
 }
 
 /// What the pod requires, compiled once per cycle (PodTopologySpread's
-/// node inclusion policy reads it too).
+/// node inclusion policy and the descheduler's node fit read it too).
 #[derive(Debug, Clone, PartialEq, Default)]
-pub(crate) struct Required {
+pub struct Required {
     selector: Vec<(String, String)>,
     /// `None`: no required affinity. `Some([])` matches no node.
     terms: Option<Vec<Term>>,
@@ -114,7 +115,7 @@ fn compile_term(t: &NodeSelectorTerm) -> Term {
 }
 
 /// The pod's `nodeSelector` and required node affinity, compiled.
-pub(crate) fn required(pod: &Pod) -> Required {
+pub fn required(pod: &Pod) -> Required {
     let spec = pod.spec.as_ref();
     let selector = spec
         .and_then(|s| s.node_selector.as_ref())
@@ -163,11 +164,11 @@ impl Requirement {
 
 impl Term {
     /// Kubernetes: a term with no requirements matches no node.
-    fn matches(&self, node: &NodeInfo) -> bool {
+    fn matches(&self, node: &NodeView) -> bool {
         if self.labels.is_empty() && self.fields.is_empty() {
             return false;
         }
-        let label = |k: &str| node.view().label(k).map(str::to_string);
+        let label = |k: &str| node.label(k).map(str::to_string);
         let field = |k: &str| (k == "metadata.name").then(|| node.name().to_string());
         self.labels.iter().all(|r| r.matches(&label))
             && self.fields.iter().all(|r| r.matches(&field))
@@ -178,7 +179,13 @@ impl Required {
     /// Whether the node passes the pod's `nodeSelector` and required node
     /// affinity.
     pub(crate) fn matches(&self, node: &NodeInfo) -> bool {
-        let labels = node.view().labels();
+        self.matches_node(node.view())
+    }
+
+    /// Whether `node` passes the pod's `nodeSelector` and required node
+    /// affinity (the descheduler's node fit, which has no [`NodeInfo`]).
+    pub fn matches_node(&self, node: &NodeView) -> bool {
+        let labels = node.labels();
         self.selector.iter().all(|(k, v)| labels.get(k) == Some(v.as_str()))
             && self.terms.as_ref().is_none_or(|terms| terms.iter().any(|t| t.matches(node)))
     }
@@ -234,7 +241,9 @@ impl PreScore for NodeAffinity {
 
 impl Score for NodeAffinity {
     fn score(&self, _: &CycleContext, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> i64 {
-        let sum = |p: &Preferred| p.0.iter().filter(|(_, t)| t.matches(node)).map(|(w, _)| w).sum();
+        let sum = |p: &Preferred| {
+            p.0.iter().filter(|(_, t)| t.matches(node.view())).map(|(w, _)| w).sum()
+        };
         match state.read::<Preferred>() {
             Some(p) => sum(p),
             None => sum(&preferred(pod.pod())),
