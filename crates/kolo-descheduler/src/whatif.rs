@@ -415,7 +415,8 @@ fn write_candidates(pool: &PoolReport, out: &mut impl Write) -> std::io::Result<
             c.pod.clone(),
             c.node.clone(),
             if c.prod { "prod" } else { "node" }.to_string(),
-            c.usage_score.to_string(),
+            // Negative: not scored (filtered before sorting).
+            if c.usage_score < 0 { "-".to_string() } else { c.usage_score.to_string() },
             verdict,
         ]);
     }
@@ -563,7 +564,7 @@ mod tests {
                 },
             ],
             candidates: vec![
-                candidate("ops/agent-x", 0, CandidateVerdict::Filtered("DaemonSet pod".into())),
+                candidate("ops/agent-x", -1, CandidateVerdict::Filtered("DaemonSet pod".into())),
                 candidate(
                     "batch/be-1",
                     950,
@@ -655,7 +656,7 @@ mod tests {
              \x20 old   noMetric  -         -      -                   -                      NodeMetric expired\n\
              \n\
              \x20 #  CANDIDATE    NODE  PASS  USAGE-SCORE  VERDICT\n\
-             \x20 1  ops/agent-x  hot   node  0            filtered: DaemonSet pod\n\
+             \x20 1  ops/agent-x  hot   node  -            filtered: DaemonSet pod\n\
              \x20 2  batch/be-1   hot   node  950          evicted: node is overutilized, node cpu usage(90.00%)>threshold(75.00%)\n\
              \x20 3  shop/web-0   hot   node  400          notReached: node is no longer over its high thresholds\n\
              \x20 4  shop/new     hot   node  0            noMetric\n\

@@ -34,6 +34,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use k8s_openapi::api::core::v1::{Pod, PodCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
 use kolo_api::crd::PodMigrationJob;
 use kolo_core::PodRef;
@@ -41,6 +42,7 @@ use kolo_core::clock::Timestamp;
 use kolo_core::node::NodeView;
 use kolo_core::usage_report::NodeUsageReport;
 use kolo_descheduler::config::{ConfigError, DeschedulerConfig};
+use kolo_descheduler::low_node_load::NodeClass;
 use kolo_descheduler::{Action, Cluster, Descheduler, Workload};
 use kolo_scheduler::framework::PodInfo;
 use serde::Serialize;
@@ -114,6 +116,21 @@ impl Owner {
     }
 }
 
+/// The pod as the descheduler reads a started one: Running and Ready (a
+/// workload counts only Ready pods as available, and the migration
+/// controller's limits count the others as unavailable).
+pub fn started(info: &PodInfo) -> PodInfo {
+    let mut pod = Pod::clone(info.pod_arc());
+    let status = pod.status.get_or_insert_with(Default::default);
+    status.phase = Some("Running".into());
+    status.conditions = Some(vec![PodCondition {
+        type_: "Ready".into(),
+        status: "True".into(),
+        ..Default::default()
+    }]);
+    PodInfo::from_parts(Arc::new(pod), info.view().clone())
+}
+
 /// Phases of a job the controller still works on.
 const ACTIVE_PHASES: [&str; 3] = ["", "Pending", "Running"];
 
@@ -127,7 +144,8 @@ pub struct DeschedulerSummary {
     pub hot_node_minutes: f64,
     /// Balance rounds run.
     pub descheduler_rounds: u64,
-    /// Source nodes the rounds found (summed over rounds).
+    /// Source nodes (node or prod sources) the rounds found, summed over
+    /// rounds.
     pub descheduler_sources: u64,
     /// PodMigrationJobs created.
     pub migration_jobs: u64,
@@ -212,7 +230,7 @@ impl SimDescheduler {
                 .pools
                 .iter()
                 .flat_map(|p| &p.nodes)
-                .filter(|n| n.class == kolo_descheduler::low_node_load::NodeClass::Source)
+                .filter(|n| matches!(n.class, NodeClass::Source | NodeClass::ProdHigh))
                 .count() as u64;
             for action in round.actions {
                 if let Action::CreateJob(job) = action {

@@ -795,7 +795,7 @@ impl<'a> Run<'a> {
             let object = self.policy.slo.as_ref().map(|_| info.pod_arc().clone());
             let info = Arc::new(info);
             if self.descheduler.is_some() {
-                self.bound.insert(id as u32, (n, Arc::clone(&info)));
+                self.bound.insert(id as u32, (n, Arc::new(desched::started(&info))));
             }
             self.scheduler.apply_pod_info(info, now);
             let r = &mut self.pods[id];
