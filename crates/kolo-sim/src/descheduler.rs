@@ -183,6 +183,9 @@ pub struct SimDescheduler {
     jobs: Vec<Arc<PodMigrationJob>>,
     /// Jobs named so far (for names of jobs created with `generateName`).
     named: u64,
+    /// When the next Balance round is due, seconds into the run (0: not
+    /// yet computed).
+    next_round: f64,
     summary: DeschedulerSummary,
 }
 
@@ -194,13 +197,26 @@ impl SimDescheduler {
             reports: HashMap::new(),
             jobs: Vec::new(),
             named: 0,
+            next_round: 0.0,
             summary: DeschedulerSummary::default(),
         })
     }
 
-    /// Seconds between two Balance rounds (at least 1).
-    pub fn interval_seconds(&self) -> u64 {
-        self.descheduler.interval().as_secs().max(1)
+    /// Whether a Balance round is due at `t` seconds into the run (the
+    /// first at one interval, then every interval; an interval that is not
+    /// a multiple of the step runs at the first step after it is due).
+    pub fn due(&mut self, t: f64) -> bool {
+        let interval = self.descheduler.interval().as_secs_f64();
+        if self.next_round == 0.0 {
+            self.next_round = interval;
+        }
+        if t + 1e-9 < self.next_round {
+            return false;
+        }
+        while self.next_round <= t + 1e-9 {
+            self.next_round += interval;
+        }
+        true
     }
 
     /// Keeps `report` as its node's latest.
@@ -342,6 +358,15 @@ mod tests {
     use super::*;
     use kolo_api::crd::PodMigrationJobStatus;
     use kolo_core::CpuMem;
+
+    #[test]
+    fn rounds_are_due_every_interval_at_the_step_after() {
+        let config = DeschedulerConfig::from_yaml("deschedulingInterval: 45s").unwrap();
+        let mut d = SimDescheduler::new(config).unwrap();
+        let due: Vec<u32> = (1..=20).map(|k| k * 10).filter(|&t| d.due(f64::from(t))).collect();
+        // Due at 45, 90, 135, 180: run at the first 10 s step at or after.
+        assert_eq!(due, [50, 90, 140, 180]);
+    }
 
     #[test]
     fn hot_is_strictly_over_either_threshold() {

@@ -689,8 +689,8 @@ impl<'a> Run<'a> {
     /// a round when due, a migration pass while jobs are active; the pods
     /// it evicts leave their nodes and are recreated by their workloads.
     fn deschedule(&mut self, nodes: &mut [SimNode], t: f64) {
-        let Some(d) = self.descheduler.as_ref() else { return };
-        let balance = (t.round() as u64).is_multiple_of(d.interval_seconds());
+        let Some(d) = self.descheduler.as_mut() else { return };
+        let balance = d.due(t);
         if !balance && !d.has_active_jobs() {
             return;
         }
