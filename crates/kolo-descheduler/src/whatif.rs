@@ -401,7 +401,9 @@ fn write_candidates(pool: &PoolReport, out: &mut impl Write) -> std::io::Result<
         return writeln!(out, "  no candidates");
     }
     let mut rows = vec![
-        ["#", "CANDIDATE", "NODE", "PASS", "USAGE-SCORE", "VERDICT"].map(String::from).to_vec(),
+        ["#", "CANDIDATE", "NODE", "PASS", "USAGE-SCORE", "FITS", "VERDICT"]
+            .map(String::from)
+            .to_vec(),
     ];
     for (i, c) in pool.candidates.iter().enumerate() {
         let detail = verdict_detail(&c.verdict);
@@ -417,6 +419,7 @@ fn write_candidates(pool: &PoolReport, out: &mut impl Write) -> std::io::Result<
             if c.prod { "prod" } else { "node" }.to_string(),
             // Negative: not scored (filtered before sorting).
             if c.usage_score < 0 { "-".to_string() } else { c.usage_score.to_string() },
+            c.target.clone().unwrap_or_else(|| "-".into()),
             verdict,
         ]);
     }
@@ -542,11 +545,13 @@ mod tests {
     }
 
     fn candidate(pod: &str, score: i64, verdict: CandidateVerdict) -> CandidateReport {
+        let target = matches!(verdict, CandidateVerdict::Evicted(_)).then(|| "cold".to_string());
         CandidateReport {
             pod: pod.into(),
             node: "hot".into(),
             prod: false,
             usage_score: score,
+            target,
             verdict,
         }
     }
@@ -655,11 +660,11 @@ mod tests {
              \x20 cold  low       -         -      20/45/75            50/55/80\n\
              \x20 old   noMetric  -         -      -                   -                      NodeMetric expired\n\
              \n\
-             \x20 #  CANDIDATE    NODE  PASS  USAGE-SCORE  VERDICT\n\
-             \x20 1  ops/agent-x  hot   node  -            filtered: DaemonSet pod\n\
-             \x20 2  batch/be-1   hot   node  950          evicted: node is overutilized, node cpu usage(90.00%)>threshold(75.00%)\n\
-             \x20 3  shop/web-0   hot   node  400          notReached: node is no longer over its high thresholds\n\
-             \x20 4  shop/new     hot   node  0            noMetric\n\
+             \x20 #  CANDIDATE    NODE  PASS  USAGE-SCORE  FITS  VERDICT\n\
+             \x20 1  ops/agent-x  hot   node  -            -     filtered: DaemonSet pod\n\
+             \x20 2  batch/be-1   hot   node  950          cold  evicted: node is overutilized, node cpu usage(90.00%)>threshold(75.00%)\n\
+             \x20 3  shop/web-0   hot   node  400          -     notReached: node is no longer over its high thresholds\n\
+             \x20 4  shop/new     hot   node  0            -     noMetric\n\
              \n\
              Migrations, in order\n\
              \x20 #  JOB    POD         FROM  MODE           REASON\n\
@@ -707,7 +712,7 @@ mod tests {
 
     #[test]
     fn an_empty_round_says_no_balance_plugin_ran() {
-        let mut descheduler = Descheduler::new(Default::default()).unwrap();
+        let mut descheduler = Descheduler::new(&Default::default()).unwrap();
         let report =
             deschedule(&mut descheduler, &Cluster::default(), Timestamp::UNIX_EPOCH, "--now");
         assert!(report.pools.is_empty() && report.migrations.is_empty());

@@ -19,10 +19,10 @@
 //!   and has its workload recreate it pending, so kolo's scheduler places
 //!   it again (`EvictDirectly` semantics).
 //!
-//! Reservations are not simulated: the sim's scheduler does not run the
-//! Reservation plugin's objects, so a policy should set the
-//! MigrationController's `defaultJobMode: EvictDirectly`; a job that asks
-//! for a Reservation anyway waits until its TTL fails it (counted in
+//! Reservations are not simulated (the engine hands the scheduler no
+//! Reservation objects), so a policy should set the MigrationController's
+//! `defaultJobMode: EvictDirectly`; a Reservation a job asks for anyway is
+//! reported back as refused, and the job fails (counted in
 //! [`DeschedulerSummary::reservations_not_simulated`]).
 //!
 //! Hot-node time is measured in every run, with or without a descheduler,
@@ -193,7 +193,7 @@ impl SimDescheduler {
     /// A descheduler configured by `config`.
     pub fn new(config: DeschedulerConfig) -> Result<SimDescheduler, ConfigError> {
         Ok(SimDescheduler {
-            descheduler: Descheduler::new(config)?,
+            descheduler: Descheduler::new(&config)?,
             reports: HashMap::new(),
             jobs: Vec::new(),
             named: 0,
@@ -281,10 +281,26 @@ impl SimDescheduler {
     /// Applies a migration pass's writes; returns its evictions.
     fn apply(&mut self, actions: Vec<Action>, now: Timestamp) -> Vec<PodRef> {
         let mut evictions = Vec::new();
+        let mut reservations = Vec::new();
         for action in actions {
             match action {
                 Action::CreateJob(job) => self.create(*job, now),
                 Action::SetJobSpec { job, spec } => {
+                    // A job recording a Reservation this pass asked for:
+                    // tell the controller it was not created, so the job
+                    // fails now rather than at its TTL.
+                    let reservation = spec
+                        .reservation_options
+                        .as_ref()
+                        .and_then(|o| o.reservation_ref.as_ref())
+                        .and_then(|r| r.name.clone());
+                    if reservation.is_some_and(|r| reservations.contains(&r)) {
+                        self.descheduler.reservation_result(
+                            &job,
+                            Err("the simulator does not run Reservations (use EvictDirectly)"
+                                .into()),
+                        );
+                    }
                     self.edit(&job, |j| j.spec = *spec);
                 }
                 Action::SetJobStatus { job, status } => {
@@ -302,9 +318,17 @@ impl SimDescheduler {
                 Action::DeleteJob { job } => {
                     self.jobs.retain(|j| j.metadata.name.as_deref() != Some(job.as_str()))
                 }
-                Action::CreateReservation(_) => self.summary.reservations_not_simulated += 1,
+                Action::CreateReservation(r) => {
+                    self.summary.reservations_not_simulated += 1;
+                    reservations.push(r.metadata.name.clone().unwrap_or_default());
+                }
                 Action::DeleteReservation { .. } | Action::Event(_) => {}
-                Action::Evict { pod, .. } => {
+                Action::Evict { pod, job, .. } => {
+                    // A simulated eviction always goes through (no
+                    // PodDisruptionBudgets in the simulator).
+                    if let Some(job) = job {
+                        self.descheduler.eviction_result(&job, Ok(()), now);
+                    }
                     self.summary.migration_evictions += 1;
                     evictions.push(pod);
                 }

@@ -188,7 +188,7 @@ fn descheduler_config(
     let config = DeschedulerConfig::from_yaml(text).map_err(|e| refused(e.to_string()))?;
     // Plugins check their args when the descheduler is built: refuse a bad
     // one now, naming the policy, rather than when the run starts.
-    Descheduler::new(config.clone()).map_err(|e| refused(e.to_string()))?;
+    Descheduler::new(&config).map_err(|e| refused(e.to_string()))?;
     Ok(Some(config))
 }
 

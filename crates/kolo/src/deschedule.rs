@@ -78,7 +78,7 @@ pub fn run(args: &Args, out: &mut impl Write) -> Result<(), CliError> {
     let boxed = |e: DescheduleError| CliError::Command(e.into());
     let config = load_config(args.config.as_deref()).map_err(boxed)?;
     let path = || args.config.clone().unwrap_or_else(|| PathBuf::from("<default>"));
-    let mut descheduler = Descheduler::new(config)
+    let mut descheduler = Descheduler::new(&config)
         .map_err(|source| boxed(DescheduleError::Config { path: path(), source }))?;
     let snapshot = Snapshot::load_all(&args.snapshots)?;
     let (now, source) = snapshot.what_if_now(args.now);

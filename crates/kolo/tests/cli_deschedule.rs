@@ -103,3 +103,82 @@ fn the_table_header_names_the_round() {
         "{table}"
     );
 }
+
+fn candidate<'a>(report: &'a Value, pod: &str) -> &'a Value {
+    report["pools"][0]["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["pod"] == pod)
+        .unwrap_or_else(|| panic!("{pod} not a candidate in {report:#}"))
+}
+
+fn class(report: &Value, node: &str) -> String {
+    let nodes = report["pools"][0]["nodes"].as_array().unwrap();
+    let n = nodes.iter().find(|n| n["node"] == node).unwrap_or_else(|| panic!("{node}"));
+    n["class"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn the_hot_nodes_are_sources_and_each_verdict_says_why() {
+    let report = deschedule_json(&[]);
+    let classes: Vec<(&str, String)> = ["hot-1", "hot-2", "mid-1", "cold-1", "cold-2", "new-1"]
+        .into_iter()
+        .map(|n| (n, class(&report, n)))
+        .collect();
+    assert_eq!(
+        classes,
+        [
+            ("hot-1", "source".to_string()),
+            ("hot-2", "source".to_string()),
+            // Between the node thresholds, and (the prod thresholds
+            // default to 100%) low on prod usage.
+            ("mid-1", "prodLow".to_string()),
+            ("cold-1", "bothLow".to_string()),
+            ("cold-2", "bothLow".to_string()),
+            ("new-1", "noMetric".to_string()),
+        ]
+    );
+    let verdict = |pod: &str| {
+        let c = candidate(&report, pod);
+        (c["verdict"].as_str().unwrap().to_string(), c["detail"].as_str().unwrap_or("").to_string())
+    };
+    let (v, detail) = verdict("analytics/spark-exec-1");
+    assert_eq!(v, "evicted", "{detail}");
+    assert!(detail.contains("node cpu usage(86.25%)>threshold(75.00%)"), "{detail}");
+    assert_eq!(verdict("ml/trainer-1").0, "evicted");
+    assert_eq!(verdict("analytics/spark-exec-2").0, "noFit");
+    assert_eq!(verdict("shop/web-1").0, "noMetric");
+    let (v, ds) = verdict("kube-system/log-agent-h1");
+    assert_eq!(v, "filtered");
+    assert_eq!(ds, "pod is owned by a DaemonSet");
+    let (v, lse) = verdict("shop/db-0");
+    assert_eq!(v, "filtered");
+    assert_eq!(lse, "pod has QoS class LSE (bound CPUs)");
+    // Pods after the eviction that brought the node under: not reached.
+    assert_eq!(verdict("shop/web-0").0, "notReached");
+    // The migrations, in order: one job per evicted pod.
+    let pods: Vec<&str> = report["migrations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["pod"].as_str().unwrap())
+        .collect();
+    assert_eq!(pods, ["analytics/spark-exec-1", "ml/trainer-1"]);
+    assert_eq!(report["migrations"][0]["node"], "hot-1");
+
+    // The table says the same: each node's class, each candidate's verdict.
+    let table = text(&kolo(&["deschedule", "--snapshot", SNAPSHOT], None));
+    for (node, class) in &classes {
+        let row = table.lines().find(|l| l.split_whitespace().next() == Some(node)).unwrap();
+        assert_eq!(row.split_whitespace().nth(1), Some(class.as_str()), "{row}");
+    }
+    for c in report["pools"][0]["candidates"].as_array().unwrap() {
+        let pod = c["pod"].as_str().unwrap();
+        let row = table
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(pod))
+            .unwrap_or_else(|| panic!("{pod} in {table}"));
+        assert!(row.contains(&format!("  {}", c["verdict"].as_str().unwrap())), "{row}");
+    }
+}
