@@ -18,7 +18,8 @@
 //! * [`migration`]: the PodMigrationJob controller (spec §10);
 //! * [`plan`]: the actions a round asks of its driver;
 //! * [`descheduler`]: the round object both drivers (kolo-kube, kolo-sim)
-//!   and `kolo deschedule --snapshot` use.
+//!   and `kolo deschedule --snapshot` use;
+//! * [`whatif`]: `kolo deschedule --snapshot`'s report (table and JSON).
 //!
 //! Nothing here does I/O or reads a clock.
 
@@ -32,6 +33,7 @@ pub mod migration;
 pub mod namespaces;
 pub mod plan;
 pub mod pod_sort;
+pub mod whatif;
 
 pub use cluster::{Cluster, Workload};
 pub use descheduler::Descheduler;

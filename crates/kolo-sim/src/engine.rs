@@ -38,7 +38,7 @@
 //! no I/O; nodes advance in parallel but every result is combined in node
 //! order, so a seed gives the same numbers on any number of threads.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -59,6 +59,7 @@ use kolo_scheduler::scheduler::{ApplyError, Scheduler};
 use rayon::prelude::*;
 
 use crate::agent::{self, AgentSide, pod_id, pod_uid};
+use crate::descheduler::{self as desched, RoundInput, SimDescheduler};
 use crate::jobs::{self, JobBook};
 use crate::manager;
 use crate::metrics::{HeatMap, Histogram, StepRecord, Summary, quantile};
@@ -90,6 +91,14 @@ pub enum EngineError {
         policy: String,
         /// What it refused.
         source: Box<ApplyError>,
+    },
+    /// The policy's descheduler configuration was refused.
+    #[error("policy {policy}: descheduler: {source}")]
+    Descheduler {
+        /// The policy.
+        policy: String,
+        /// What is wrong.
+        source: kolo_descheduler::config::ConfigError,
     },
     /// The agent could not read a simulated pod.
     #[error("policy {policy}: the agent refused pod {pod}: {source}")]
@@ -175,6 +184,8 @@ enum State {
     Completed,
     Evicted,
     OomKilled,
+    /// Evicted by the descheduler's migration (its workload recreates it).
+    Migrated,
 }
 
 /// A pod of the run.
@@ -215,6 +226,14 @@ struct Run<'a> {
     allocatable_updates: u64,
     /// Tenants' use and gangs' waits.
     book: JobBook,
+    /// The descheduler, when the policy runs one.
+    descheduler: Option<SimDescheduler>,
+    /// With a descheduler: every bound pod, by engine id, with its node's
+    /// index (what a descheduler round reads).
+    bound: HashMap<u32, (usize, Arc<PodInfo>)>,
+    /// With a descheduler: pods per LS service and per batch job (the
+    /// workloads' replicas).
+    replicas: (Vec<u32>, Vec<u32>),
 }
 
 fn at(start: Timestamp, seconds: f64) -> Timestamp {
@@ -241,6 +260,9 @@ pub enum Phase {
     Start,
     /// Recording the step.
     Record,
+    /// The descheduler's round and migration pass (policies with a
+    /// descheduler), after the bound pods started.
+    Deschedule,
 }
 
 /// What a run tells its observer. Phase events come from the thread that
@@ -447,6 +469,9 @@ pub fn run(
                 nodes[s.node].start(s.pod, s.object);
             }
         });
+        if run.descheduler.is_some() {
+            phase(observe, Phase::Deschedule, || run.deschedule(&mut nodes, t));
+        }
         records.push(phase(observe, Phase::Record, || run.record(t, &nodes, &outcome)));
         run.account_tenants(&nodes);
         previous = Some(outcome);
@@ -548,10 +573,26 @@ impl<'a> Run<'a> {
         for quota in jobs::quota_objects(&scenario.batch.tenants, class) {
             scheduler.apply_object(SchedulingObject::ElasticQuota(Arc::new(quota)), start);
         }
+        let descheduler = match &policy.descheduler {
+            Some(config) => Some(SimDescheduler::new(config.clone()).map_err(|source| {
+                EngineError::Descheduler { policy: policy.name.clone(), source }
+            })?),
+            None => None,
+        };
         let mut job_left = vec![0u32; workload.jobs as usize];
         for p in &workload.batch {
             job_left[p.job as usize] += 1;
         }
+        let replicas = if policy.descheduler.is_some() {
+            let services = workload.ls.iter().map(|p| p.service as usize + 1).max().unwrap_or(0);
+            let mut per_service = vec![0u32; services];
+            for p in &workload.ls {
+                per_service[p.service as usize] += 1;
+            }
+            (per_service, job_left.clone())
+        } else {
+            (Vec::new(), Vec::new())
+        };
         let run = Run {
             scenario,
             workload,
@@ -574,6 +615,9 @@ impl<'a> Run<'a> {
             jobs_completed: 0,
             allocatable_updates: 0,
             book: JobBook::new(&scenario.batch),
+            descheduler,
+            bound: HashMap::new(),
+            replicas,
         };
         Ok((run, nodes))
     }
@@ -616,7 +660,68 @@ impl<'a> Run<'a> {
         if r.class != PodClass::Ls {
             jobs::dress_batch_pod(&mut pod, &self.workload.batch[r.source], &self.scenario.batch);
         }
+        if self.descheduler.is_some() {
+            // The descheduler's evictor moves only pods a workload owns
+            // (one recreates them).
+            pod.metadata.owner_references = Some(vec![self.owner(id).reference()]);
+        }
         pod
+    }
+
+    /// The workload that owns pod `id`: its LS service's ReplicaSet or its
+    /// batch job's Job.
+    fn owner(&self, id: usize) -> desched::Owner {
+        let r = &self.pods[id];
+        match r.class {
+            PodClass::Ls => {
+                let service = self.workload.ls[r.source].service;
+                let replicas = self.replicas.0.get(service as usize).copied().unwrap_or(0);
+                desched::Owner::service(service, replicas)
+            }
+            PodClass::Batch | PodClass::Native => {
+                let job = self.workload.batch[r.source].job;
+                desched::Owner::job(job, self.replicas.1.get(job as usize).copied().unwrap_or(0))
+            }
+        }
+    }
+
+    /// The descheduler's step at `t` seconds (see [`crate::descheduler`]):
+    /// a round when due, a migration pass while jobs are active; the pods
+    /// it evicts leave their nodes and are recreated by their workloads.
+    fn deschedule(&mut self, nodes: &mut [SimNode], t: f64) {
+        let Some(d) = self.descheduler.as_mut() else { return };
+        let balance = d.due(t);
+        if !balance && !d.has_active_jobs() {
+            return;
+        }
+        let now = at(self.start, t);
+        let mut ids: Vec<u32> = self.bound.keys().copied().collect();
+        ids.sort_unstable();
+        let mut workloads = BTreeMap::new();
+        let pods = ids
+            .iter()
+            .map(|id| {
+                let owner = self.owner(*id as usize);
+                workloads.entry(owner.uid.clone()).or_insert_with(|| owner.workload());
+                (*self.bound[id].1).clone()
+            })
+            .collect();
+        let input = RoundInput {
+            nodes: nodes.iter().map(|n| n.view.clone()).collect(),
+            pods,
+            workloads: workloads.into_values().collect(),
+            balance,
+        };
+        let Some(d) = self.descheduler.as_mut() else { return };
+        let evictions = d.round(input, now);
+        for pod in evictions {
+            let Some(id) = pod_id(&pod.uid) else { continue };
+            let Some(&(n, _)) = self.bound.get(&id) else { continue };
+            if let Some(gone) = nodes[n].remove(id) {
+                let key = gone.view.shared_key().clone();
+                self.leave(id, &key, State::Migrated, now);
+            }
+        }
     }
 
     /// Hands queued pods to the scheduler at `t` seconds.
@@ -688,7 +793,11 @@ impl<'a> Run<'a> {
             let view = Box::new(info.view().clone());
             // Every node of a co-location policy has an agent (Run::new).
             let object = self.policy.slo.as_ref().map(|_| info.pod_arc().clone());
-            self.scheduler.apply_pod_info(Arc::new(info), now);
+            let info = Arc::new(info);
+            if self.descheduler.is_some() {
+                self.bound.insert(id as u32, (n, Arc::new(desched::started(&info))));
+            }
+            self.scheduler.apply_pod_info(info, now);
             let r = &mut self.pods[id];
             r.state = State::Running;
             let work = match r.class {
@@ -731,6 +840,11 @@ impl<'a> Run<'a> {
             reports.extend(o.report);
             updated.extend(o.updated.map(|n| *n));
         }
+        if let Some(d) = self.descheduler.as_mut() {
+            for report in &reports {
+                d.report(report);
+            }
+        }
         if !reports.is_empty() {
             self.scheduler.apply_usage_reports(reports, now);
         }
@@ -759,6 +873,7 @@ impl<'a> Run<'a> {
     /// Pod `id` (key `key`) left its node (`state` says how).
     fn leave(&mut self, id: u32, key: &str, state: State, now: Timestamp) {
         self.scheduler.remove_pod(key, now);
+        self.bound.remove(&id);
         let r = &mut self.pods[id as usize];
         r.state = state;
         let (class, source) = (r.class, r.source);
@@ -766,6 +881,17 @@ impl<'a> Run<'a> {
             self.book.left(&self.workload.batch[source]);
         }
         match (class, state) {
+            (_, State::Migrated) => {
+                // The workload (ReplicaSet, Job) recreates the pod pending;
+                // a batch pod starts its work over.
+                if class == PodClass::Ls
+                    && let Some(d) = self.descheduler.as_mut()
+                {
+                    d.ls_disrupted();
+                }
+                let t = now.duration_since(self.start).as_secs_f64();
+                self.create(class, source, t);
+            }
             (PodClass::Ls, _) => self.ls_evicted += 1,
             (_, State::Completed) => {
                 self.completed += 1;
@@ -825,6 +951,17 @@ impl<'a> Run<'a> {
             r.be_requested += s.be_requested;
             r.be_running += s.be_running;
             r.batch_allocatable += n.extended.batch_cpu.unwrap_or(0) as f64;
+            let model = &self.scenario.model;
+            let cpu = s.system + s.ls + s.be;
+            if desched::is_hot(
+                cpu,
+                s.memory,
+                n.allocatable,
+                model.hot_cpu_percent,
+                model.hot_memory_percent,
+            ) {
+                r.hot_nodes += 1;
+            }
         }
         r.cpu_utilization = ((r.system_cpu + r.ls_cpu + r.be_cpu) / cap).clamp(0.0, 1.0);
         r.memory_utilization = (mem / mem_cap).clamp(0.0, 1.0);
@@ -921,6 +1058,10 @@ impl<'a> Run<'a> {
             ls_latency_proxy_p99: latency.quantile(0.99),
             scheduling_cycles: self.scheduler.stats().cycles,
             allocatable_updates: self.allocatable_updates,
+            descheduler: desched::DeschedulerSummary {
+                hot_node_minutes: steps.iter().map(|s| s.hot_nodes as f64).sum::<f64>() * dt / 60.0,
+                ..self.descheduler.as_ref().map(SimDescheduler::summary).unwrap_or_default()
+            },
             jobs: self.book.summary(
                 &self.scenario.batch.tenants,
                 horizon,

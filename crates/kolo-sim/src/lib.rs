@@ -9,7 +9,8 @@
 //! agent's QoS round (`kolo_agent::qos::QosLoop`, rate limit and cool-downs
 //! included) — around a simulated world: usage curves
 //! ([`usage`]), CPU contention ([`contention`]), pod start and finish
-//! ([`node`]); tenants' quotas and jobs as gangs ([`jobs`]). [`metrics`] and [`report`] turn a run into a summary, CSV
+//! ([`node`]); tenants' quotas and jobs as gangs ([`jobs`]); kolo's
+//! descheduler and hot-node time ([`descheduler`]). [`metrics`] and [`report`] turn a run into a summary, CSV
 //! and a self-contained HTML report with plots. A scenario may start from
 //! a snapshot of a real cluster ([`snapshot`]).
 //!
@@ -18,6 +19,7 @@
 
 pub mod agent;
 pub mod contention;
+pub mod descheduler;
 pub mod engine;
 pub mod jobs;
 pub mod manager;

@@ -34,6 +34,9 @@ pub struct StepRecord {
     pub evictions: u64,
     /// Pods OOM-killed in this step.
     pub oom_kills: u64,
+    /// Nodes over the hot thresholds in the step (`model.hotCpuPercent`,
+    /// `model.hotMemoryPercent`).
+    pub hot_nodes: u64,
 }
 
 /// Per-node CPU utilization averaged over time buckets.
@@ -151,6 +154,9 @@ pub struct Summary {
     pub scheduling_cycles: u64,
     /// Batch allocatable updates written by the manager.
     pub allocatable_updates: u64,
+    /// Hot-node time and the descheduler's figures.
+    #[serde(flatten)]
+    pub descheduler: crate::descheduler::DeschedulerSummary,
     /// Tenants' quotas and gangs, when the scenario has them.
     #[serde(flatten)]
     pub jobs: crate::jobs::JobsSummary,

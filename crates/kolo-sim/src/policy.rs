@@ -19,6 +19,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use kolo_descheduler::Descheduler;
+use kolo_descheduler::config::DeschedulerConfig;
 use kolo_manager::config::{SloConfig, SloConfigStore};
 use kolo_scheduler::config::{ConfigError, SchedulerConfig};
 use kolo_scheduler::plugins::load_aware::LoadAwareSchedulingArgs;
@@ -53,6 +55,11 @@ pub struct PolicySpec {
     /// default keys. Colocation kind only.
     #[serde(default)]
     pub slo_config: BTreeMap<String, String>,
+    /// A `DeschedulerConfiguration` (YAML text): the policy runs kolo's
+    /// descheduler with it ([`crate::descheduler`]). Colocation kind only
+    /// (the descheduler reads NodeMetrics). Default: no descheduler.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub descheduler_config: Option<String>,
 }
 
 /// kube-scheduler's defaults as far as kolo has them: resource fit,
@@ -139,6 +146,8 @@ pub struct Policy {
     /// their durations; 0: the largest window), shortest first. Empty:
     /// none. See [`Policy::aggregated_windows`].
     pub aggregated_reads: Vec<Duration>,
+    /// The descheduler's configuration (`None`: no descheduler).
+    pub descheduler: Option<DeschedulerConfig>,
 }
 
 impl Policy {
@@ -161,6 +170,28 @@ impl Policy {
     }
 }
 
+/// The policy's descheduler configuration, read and checked (a baseline
+/// policy has no NodeMetrics for it to read).
+fn descheduler_config(
+    name: &str,
+    spec: &PolicySpec,
+) -> Result<Option<DeschedulerConfig>, PolicyError> {
+    let Some(text) = spec.descheduler_config.as_deref() else { return Ok(None) };
+    let refused = |message: String| PolicyError::Descheduler { policy: name.to_string(), message };
+    if spec.kind == PolicyKind::Baseline {
+        return Err(refused(
+            "a baseline policy runs no agent, so no NodeMetric for the descheduler to read; \
+             use kind: colocation"
+                .into(),
+        ));
+    }
+    let config = DeschedulerConfig::from_yaml(text).map_err(|e| refused(e.to_string()))?;
+    // Plugins check their args when the descheduler is built: refuse a bad
+    // one now, naming the policy, rather than when the run starts.
+    Descheduler::new(&config).map_err(|e| refused(e.to_string()))?;
+    Ok(Some(config))
+}
+
 /// A policy that cannot be run.
 #[derive(Debug, thiserror::Error)]
 pub enum PolicyError {
@@ -174,6 +205,14 @@ pub enum PolicyError {
         policy: String,
         /// What is wrong.
         source: ConfigError,
+    },
+    /// The descheduler configuration was refused.
+    #[error("policies.{policy}.deschedulerConfig: {message}")]
+    Descheduler {
+        /// The policy.
+        policy: String,
+        /// What is wrong (names the field).
+        message: String,
     },
     /// A `slo-controller-config` key was refused.
     #[error("policies.{policy}.sloConfig: {message}")]
@@ -195,12 +234,14 @@ impl Policy {
                 description: "Kubernetes defaults: BE pods on requested capacity only".into(),
                 scheduler_config: None,
                 slo_config: BTreeMap::new(),
+                descheduler_config: None,
             },
             (None, "colocation") => PolicySpec {
                 kind: PolicyKind::Colocation,
                 description: "kolo: batch overcommit, load-aware scheduling, isolation, suppression, eviction".into(),
                 scheduler_config: None,
                 slo_config: BTreeMap::new(),
+                descheduler_config: None,
             },
             (None, _) => return Err(PolicyError::Unknown(name.to_string())),
         };
@@ -234,6 +275,7 @@ impl Policy {
                 Some(store.config())
             }
         };
+        let descheduler = descheduler_config(name, &spec)?;
         let isolation = match spec.kind {
             PolicyKind::Baseline => Isolation::Shares,
             PolicyKind::Colocation => Isolation::Idle,
@@ -246,6 +288,7 @@ impl Policy {
             scheduler,
             slo,
             isolation,
+            descheduler,
         })
     }
 
@@ -284,10 +327,36 @@ mod tests {
                     "colocation-config".into(),
                     r#"{"cpuReclaimThresholdPercent": "x"}"#.into(),
                 )]),
+                descheduler_config: None,
             },
         );
         let e = Policy::resolve("tight", &s).unwrap_err().to_string();
         assert!(e.contains("policies.tight.sloConfig") && e.contains("colocation-config"), "{e}");
+    }
+
+    #[test]
+    fn descheduler_configs_are_read_and_refusals_name_the_policy() {
+        let spec = |kind, text: &str| PolicySpec {
+            kind,
+            description: String::new(),
+            scheduler_config: None,
+            slo_config: BTreeMap::new(),
+            descheduler_config: Some(text.into()),
+        };
+        let mut s = Scenario::builtin();
+        let good = "deschedulingInterval: 2m\n";
+        s.policies.insert("on".into(), spec(PolicyKind::Colocation, good));
+        s.policies.insert("base".into(), spec(PolicyKind::Baseline, good));
+        s.policies.insert("bad".into(), spec(PolicyKind::Colocation, "deschedulingInterval: x"));
+        let on = Policy::resolve("on", &s).unwrap();
+        let interval = on.descheduler.as_ref().map(|c| c.interval().unwrap());
+        assert_eq!(interval, Some(Duration::from_secs(120)));
+        assert!(Policy::resolve("colocation", &s).unwrap().descheduler.is_none());
+        for (name, named) in [("base", "baseline"), ("bad", "deschedulingInterval")] {
+            let e = Policy::resolve(name, &s).unwrap_err().to_string();
+            assert!(e.contains(&format!("policies.{name}.deschedulerConfig")), "{e}");
+            assert!(e.contains(named), "{e}");
+        }
     }
 
     #[test]
@@ -338,6 +407,7 @@ mod tests {
                     description: String::new(),
                     scheduler_config: config,
                     slo_config: BTreeMap::new(),
+                    descheduler_config: None,
                 },
             );
             let policy = Policy::resolve(name, &s).unwrap_or_else(|e| panic!("{name}: {e}"));

@@ -157,6 +157,15 @@ pub struct LsWorkload {
     pub memory_usage_of_request: f64,
     /// Memory follows the CPU curve with this relative amplitude.
     pub memory_diurnal_amplitude: f64,
+    /// Fraction of the generated services that run hot: their mean CPU use
+    /// is `hotUsageOfRequest` of their request rather than drawn (the
+    /// services that make hot spots where their replicas meet; chosen by a
+    /// hash of the seed and the service, so the other draws stay as they
+    /// were). Default 0.
+    pub hot_services: f64,
+    /// Mean CPU use of a hot service, as a fraction of its request (the
+    /// daily swing comes on top).
+    pub hot_usage_of_request: f64,
     /// Fixed LS pods, e.g. a cluster snapshot's (`kolo sim --snapshot`).
     /// When non-empty they are the whole LS workload: no services are drawn
     /// and `requestedFraction`, `maxReplicas`, `cpuCores` and
@@ -210,6 +219,8 @@ impl Default for LsWorkload {
             noise_minutes: 5.0,
             memory_usage_of_request: 0.45,
             memory_diurnal_amplitude: 0.1,
+            hot_services: 0.0,
+            hot_usage_of_request: 0.9,
             pods: Vec::new(),
         }
     }
@@ -325,6 +336,12 @@ pub struct Model {
     pub agent_interval_seconds: u64,
     /// Width of a heat-map cell, minutes.
     pub heatmap_bucket_minutes: u64,
+    /// A node is hot in a step when its CPU use (system + LS + BE) is over
+    /// this percent of its allocatable CPU (hot-node time, measured in
+    /// every run; see [`crate::descheduler`]).
+    pub hot_cpu_percent: f64,
+    /// ... or its memory use over this percent of its allocatable memory.
+    pub hot_memory_percent: f64,
 }
 
 impl Default for Model {
@@ -336,6 +353,8 @@ impl Default for Model {
             report_interval_seconds: 60,
             agent_interval_seconds: 10,
             heatmap_bucket_minutes: 15,
+            hot_cpu_percent: 80.0,
+            hot_memory_percent: 90.0,
         }
     }
 }
@@ -420,6 +439,13 @@ impl Scenario {
         fraction("ls.requestedFraction", self.ls.requested_fraction)?;
         positive("ls.meanUsageOfRequest", self.ls.mean_usage_of_request)?;
         fraction("ls.diurnalAmplitude", self.ls.diurnal_amplitude)?;
+        fraction("ls.hotServices", self.ls.hot_services)?;
+        if !(self.ls.hot_usage_of_request.is_finite() && self.ls.hot_usage_of_request >= 0.0) {
+            return Err((
+                "ls.hotUsageOfRequest",
+                format!("{} is not >= 0", self.ls.hot_usage_of_request),
+            ));
+        }
         positive("ls.noiseMinutes", self.ls.noise_minutes)?;
         if self.ls.max_replicas == 0 {
             return Err(("ls.maxReplicas", "must be > 0".into()));
@@ -449,6 +475,14 @@ impl Scenario {
         check_tenants(&self.batch.tenants)?;
         if self.model.report_interval_seconds == 0 || self.model.agent_interval_seconds == 0 {
             return Err(("model.reportIntervalSeconds", "intervals must be > 0".into()));
+        }
+        for (field, v) in [
+            ("model.hotCpuPercent", self.model.hot_cpu_percent),
+            ("model.hotMemoryPercent", self.model.hot_memory_percent),
+        ] {
+            if !(v.is_finite() && (0.0..=100.0).contains(&v)) {
+                return Err((field, format!("{v} is not within [0, 100]")));
+            }
         }
         if self.model.heatmap_bucket_minutes == 0 {
             return Err(("model.heatmapBucketMinutes", "must be > 0".into()));

@@ -208,6 +208,18 @@ fn usage_factor(rng: &mut StdRng, l: &LsWorkload) -> f64 {
     (sigma * normal(rng) - sigma * sigma / 2.0).exp()
 }
 
+/// Whether generated service `service` runs hot (`ls.hotServices`): a hash
+/// of the seed and the service, not a draw, so that hot services leave the
+/// workload's other draws as they were.
+pub fn is_hot_service(scenario: &Scenario, service: u32) -> bool {
+    let fraction = scenario.ls.hot_services;
+    if fraction <= 0.0 {
+        return false;
+    }
+    let u = mix(scenario.seed ^ mix(0x4077_5E41_0000_0000 | u64::from(service))) as f64;
+    u / u64::MAX as f64 <= fraction
+}
+
 /// A service's peak, second of the day: `peakHour` ± the jitter.
 fn peak_second(rng: &mut StdRng, l: &LsWorkload) -> f64 {
     let jitter = (rng.random::<f64>() * 2.0 - 1.0) * l.peak_jitter_hours;
@@ -242,8 +254,11 @@ fn generate_ls(scenario: &Scenario, size: ClusterSize, rng: &mut StdRng) -> Vec<
         // The draws' order is part of a seed's meaning: keep it.
         let cores = pick(rng, &l.cpu_cores);
         let replicas = rng.random_range(1..=l.max_replicas);
-        let mean_fraction = (l.mean_usage_of_request * usage_factor(rng, l)).min(1.0);
+        let mut mean_fraction = (l.mean_usage_of_request * usage_factor(rng, l)).min(1.0);
         let peak = peak_second(rng, l);
+        if is_hot_service(scenario, service) {
+            mean_fraction = l.hot_usage_of_request;
+        }
         let cpu_request = (cores * 1000.0).round() as i64;
         let memory_request = (cores * l.memory_gib_per_core * GIB).round() as i64;
         for replica in 0..replicas {

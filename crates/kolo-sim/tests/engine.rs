@@ -97,6 +97,7 @@ profiles:
             description: String::new(),
             scheduler_config: Some(config),
             slo_config: Default::default(),
+            descheduler_config: None,
         },
     );
     assert_eq!(

@@ -8,6 +8,7 @@ mod agent_cluster;
 mod bench;
 mod cluster;
 mod crds;
+mod deschedule;
 mod descheduler_run;
 mod inspect;
 mod logging;
@@ -98,6 +99,22 @@ enum Command {
         #[arg(long, value_name = "RFC3339", value_parser = kolo_core::snapshot::parse_now)]
         now: Option<kolo_core::clock::Timestamp>,
     },
+    /// What-if descheduling: run one round of kolo's descheduler
+    /// (LowNodeLoad, then the migration controller's next pass) on a
+    /// snapshot and explain it (nothing is written anywhere).
+    ///
+    /// For each node pool: every node's class (source, low, normal, ...)
+    /// with its usage against the thresholds, every candidate pod of the
+    /// source nodes in the order considered with its verdict (evicted,
+    /// filtered, no fit, ...) and why, then the PodMigrationJobs the round
+    /// would create, in order. Usage comes from the NodeMetrics
+    /// (systemUsage + podsMetric).
+    ///
+    /// The round runs as of `--now`, by default the newest NodeMetric
+    /// `status.updateTime` in the snapshot (NodeMetrics older than
+    /// `nodeMetricExpirationSeconds` are not trusted), else the system
+    /// clock.
+    Deschedule(Box<deschedule::Args>),
     /// What-if batch / mid overcommit: compute each node's batch and mid
     /// allocatable from a snapshot (nodes, pods, NodeMetrics) and explain
     /// every term of the formula (nothing is written anywhere).
@@ -186,6 +203,7 @@ fn main() -> ExitCode {
         Command::Snapshot { command: SnapshotCommand::Inspect { files, output } } => {
             inspect::run(&files, output, &mut std::io::stdout().lock())
         }
+        Command::Deschedule(args) => deschedule::run(&args, &mut std::io::stdout().lock()),
         Command::Noderesource(args) => noderesource::run(&args, &mut std::io::stdout().lock()),
         Command::Nodeslo(args) => nodeslo::run(&args, &mut std::io::stdout().lock()),
         Command::Webhook { command } => {

@@ -49,7 +49,7 @@ pub fn summary_json(scenario: &str, seed: u64, runs: &[PolicyRun]) -> String {
 }
 
 /// The header of the per-step CSV.
-pub const CSV_HEADER: &str = "hour,cpu_utilization,system_cpu,ls_cpu,be_cpu,ls_demand,ls_starved,memory_utilization,batch_allocatable,be_requested,be_running,be_pending,evictions,oom_kills";
+pub const CSV_HEADER: &str = "hour,cpu_utilization,system_cpu,ls_cpu,be_cpu,ls_demand,ls_starved,memory_utilization,batch_allocatable,be_requested,be_running,be_pending,evictions,oom_kills,hot_nodes";
 
 /// One CSV row per step.
 pub fn steps_csv(steps: &[StepRecord]) -> String {
@@ -58,7 +58,7 @@ pub fn steps_csv(steps: &[StepRecord]) -> String {
     out.push('\n');
     for s in steps {
         out.push_str(&format!(
-            "{:.5},{:.5},{:.3},{:.3},{:.3},{:.3},{:.3},{:.5},{:.3},{:.3},{},{},{},{}\n",
+            "{:.5},{:.5},{:.3},{:.3},{:.3},{:.3},{:.3},{:.5},{:.3},{:.3},{},{},{},{},{}\n",
             s.hour,
             s.cpu_utilization,
             s.system_cpu,
@@ -72,7 +72,8 @@ pub fn steps_csv(steps: &[StepRecord]) -> String {
             s.be_running,
             s.be_pending,
             s.evictions,
-            s.oom_kills
+            s.oom_kills,
+            s.hot_nodes
         ));
     }
     out

@@ -25,6 +25,9 @@ const ROWS: &[Row] = &[
     ("LS starved CPU-seconds", |r| format!("{:.0}", r.result.summary.ls_starved_cpu_seconds)),
     ("  share of LS demand", |r| format!("{:.4}%", r.result.summary.ls_starved_share * 100.0)),
     ("LS latency proxy, p99", |r| format!("{:.3}x", r.result.summary.ls_latency_proxy_p99)),
+    ("hot node-minutes (over model.hotCpuPercent)", |r| {
+        format!("{:.0}", r.result.summary.descheduler.hot_node_minutes)
+    }),
     ("batch allocatable updates", |r| r.result.summary.allocatable_updates.to_string()),
     ("scheduling decisions", |r| r.result.summary.scheduling_cycles.to_string()),
     ("  per second of wall time", |r| format!("{:.0}", r.decisions_per_second())),
@@ -39,6 +42,7 @@ fn pct(v: f64) -> String {
 pub fn render(runs: &[PolicyRun]) -> String {
     let mut rows: Vec<(String, Vec<String>)> =
         ROWS.iter().map(|(label, f)| (label.to_string(), runs.iter().map(f).collect())).collect();
+    rows.extend(descheduler_rows(runs));
     rows.extend(job_rows(runs));
     let label_width = rows.iter().map(|(l, _)| l.len()).max().unwrap_or(0);
     let widths: Vec<usize> = runs
@@ -65,6 +69,34 @@ pub fn render(runs: &[PolicyRun]) -> String {
         out.push('\n');
     }
     out
+}
+
+/// Rows for the descheduler, when some policy runs one.
+fn descheduler_rows(runs: &[PolicyRun]) -> Vec<(String, Vec<String>)> {
+    type Summary = crate::descheduler::DeschedulerSummary;
+    if runs.iter().all(|r| r.result.summary.descheduler.descheduler_rounds == 0) {
+        return Vec::new();
+    }
+    let cell = |f: &dyn Fn(&Summary) -> String| -> Vec<String> {
+        runs.iter().map(|r| f(&r.result.summary.descheduler)).collect()
+    };
+    vec![
+        (
+            "descheduler rounds (source nodes seen)".into(),
+            cell(&|d| format!("{} ({})", d.descheduler_rounds, d.descheduler_sources)),
+        ),
+        (
+            "  migrations: jobs / succeeded / failed".into(),
+            cell(&|d| {
+                format!(
+                    "{} / {} / {}",
+                    d.migration_jobs, d.migrations_succeeded, d.migrations_failed
+                )
+            }),
+        ),
+        ("  pods evicted by migrations".into(), cell(&|d| d.migration_evictions.to_string())),
+        ("  LS pods disrupted".into(), cell(&|d| d.ls_pods_disrupted.to_string())),
+    ]
 }
 
 /// Rows for the tenants' quotas and the gangs, when the scenario has them
