@@ -189,7 +189,9 @@ pub struct MigrationControllerArgs {
     /// TTL of the jobs the controller creates (default 5 min).
     #[serde(default = "default_job_ttl", rename = "defaultJobTTL")]
     pub default_job_ttl: GoDuration,
-    /// Schedulers that can place reservations (default `koord-scheduler`).
+    /// Schedulers that can place reservations (default `kolo-scheduler`
+    /// and `koord-scheduler`: kolo's scheduler answers to its own name, and
+    /// clusters switching from Koordinator keep theirs).
     #[serde(default = "default_scheduler_names")]
     pub scheduler_names: Vec<String>,
     /// Evictions per second (default 10).
@@ -225,7 +227,7 @@ fn default_job_ttl() -> GoDuration {
     GoDuration(Duration::from_secs(300))
 }
 fn default_scheduler_names() -> Vec<String> {
-    vec!["koord-scheduler".into()]
+    vec![kolo_scheduler::config::DEFAULT_SCHEDULER_NAME.into(), "koord-scheduler".into()]
 }
 fn default_evict_qps() -> Qps {
     Qps(10.0)
@@ -440,7 +442,7 @@ mod tests {
         assert_eq!(a.evict_qps, Qps(10.0));
         assert_eq!(a.evict_burst, 1);
         assert_eq!(a.eviction_policy, "Eviction");
-        assert_eq!(a.scheduler_names, ["koord-scheduler"]);
+        assert_eq!(a.scheduler_names, ["kolo-scheduler", "koord-scheduler"]);
         let w = a.workload_limiter().expect("workload limiter on by default");
         assert_eq!((w.duration.0, &w.max_migrating), (Duration::from_secs(300), &None));
         assert_eq!(
