@@ -36,10 +36,11 @@ mod e2e_common;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
-use common::{kolo, kubectl, run, try_run, workspace_root};
+use common::{kolo, kubectl, run, try_run};
+use e2e_common::rbac_cluster::{self, RbacCluster};
 use e2e_common::{
     Daemon, TestObjects, component_args, create, create_node, events, free_port, get_json, wait_for,
 };
@@ -56,91 +57,15 @@ use serde_json::json;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
-/// A private API-only test cluster, stopped when dropped.
-struct Cluster {
-    tool: PathBuf,
-    dir: tempfile::TempDir,
-}
-
-impl Cluster {
-    /// The admin's kubeconfig (the tests' kubectl).
-    fn kubeconfig(&self) -> PathBuf {
-        self.dir.path().join("cluster/kubeconfig")
-    }
-
-    /// The kubeconfig of service account `kolo-system/<account>`: the
-    /// admin's, impersonating it.
-    fn kubeconfig_as(&self, account: &str) -> PathBuf {
-        let path = self.dir.path().join(format!("cluster/kubeconfig-{account}"));
-        let admin = std::fs::read_to_string(self.kubeconfig()).unwrap();
-        let user = format!("user: {{as: \"system:serviceaccount:kolo-system:{account}\", ");
-        let text = admin.replace("user: {", &user);
-        assert_ne!(text, admin, "unexpected kubeconfig format:\n{admin}");
-        std::fs::write(&path, text).unwrap();
-        path
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        let dir = self.dir.path().join("cluster");
-        let _ = try_run(Command::new(&self.tool).arg("stop").arg(dir), None);
-    }
-}
-
-/// The cluster the tests running now share (started by the first).
-static SHARED: Mutex<Weak<Cluster>> = Mutex::new(Weak::new());
-
-/// This file's cluster (started if no other test of the file holds it),
-/// with kolo's CRDs and the descheduler's roles installed; `None` after
-/// saying loudly that `test` is skipped when the Kubernetes binaries are
-/// missing.
-fn cluster(test: &str) -> Option<Arc<Cluster>> {
-    let cache = std::env::var_os("KOLO_CLUSTER_CACHE")
-        .map_or_else(|| PathBuf::from("/var/cache/kolo-cluster"), PathBuf::from);
-    if !cache.join("bin/kube-apiserver").exists() {
-        let _ = writeln!(
-            std::io::stderr(),
-            "\n*** SKIPPED e2e_descheduler {test} test: the Kubernetes binaries are not built \
-             in {} (run scripts/cluster build, or scripts/test). ***",
-            cache.display()
-        );
-        return None;
-    }
-    let mut shared = SHARED.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(cluster) = shared.upgrade() {
-        return Some(cluster);
-    }
-    let tool = workspace_root().join("scripts/cluster");
-    let dir = tempfile::tempdir().unwrap();
-    let cluster_dir = dir.path().join("cluster");
-    // Owned before it starts, so a failed start is stopped too.
-    let cluster = Arc::new(Cluster { tool: tool.clone(), dir });
-    run(
-        Command::new(&tool)
-            .args(["start", "--api-only"])
-            .arg(&cluster_dir)
-            .env("KOLO_CLUSTER_RBAC", "1"),
-        None,
-    );
-    let config = cluster.kubeconfig();
-    e2e_common::install_crds(&config);
-    let deploy = workspace_root().join("deploy");
-    for file in ["namespace.yaml", "rbac-descheduler.yaml", "rbac-scheduler.yaml"] {
-        run(kubectl(&config).arg("apply").arg("-f").arg(deploy.join(file)), None);
-    }
-    run(
-        kubectl(&config).args([
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
-            "crd/podmigrationjobs.scheduling.koordinator.sh",
-            "crd/reservations.scheduling.koordinator.sh",
-        ]),
-        None,
-    );
-    *shared = Arc::downgrade(&cluster);
-    Some(cluster)
+/// This file's cluster with kolo's CRDs and the descheduler's and
+/// scheduler's roles; `None` (said loudly) without the Kubernetes binaries.
+fn cluster(test: &str) -> Option<Arc<RbacCluster>> {
+    rbac_cluster::shared(
+        "e2e_descheduler",
+        test,
+        &["namespace.yaml", "rbac-descheduler.yaml", "rbac-scheduler.yaml"],
+        &["podmigrationjobs.scheduling.koordinator.sh", "reservations.scheduling.koordinator.sh"],
+    )
 }
 
 /// A test's namespace (`id`) and its cleanup (its nodes, NodeMetrics,
@@ -238,7 +163,7 @@ fn reservation(id: &str, name: &str, pod: &PodRef) -> Reservation {
 }
 
 /// An applier and its stores as the descheduler's service account.
-async fn applier(cluster: &Cluster, id: &str, dry_run: bool) -> (Applier, Stores, Arc<Health>) {
+async fn applier(cluster: &RbacCluster, id: &str, dry_run: bool) -> (Applier, Stores, Arc<Health>) {
     let account = cluster.kubeconfig_as("kolo-descheduler");
     let client = kolo_kube::client::connect(Some(&account)).await.unwrap();
     let evictions = eviction_client(Some(&account)).await.unwrap();
@@ -532,7 +457,7 @@ fn policy(dir: &Path, id: &str, mode: &str) -> PathBuf {
 
 /// `kolo descheduler` as its service account, for this test's namespace
 /// and nodes, with `policy`; then `extra`.
-fn descheduler(cluster: &Cluster, id: &str, policy: &Path, extra: &[&str]) -> Daemon {
+fn descheduler(cluster: &RbacCluster, id: &str, policy: &Path, extra: &[&str]) -> Daemon {
     let account = cluster.kubeconfig_as("kolo-descheduler");
     let mut args = vec!["descheduler".to_string()];
     args.extend(component_args(&account));
@@ -761,7 +686,7 @@ fn a_dry_run_of_the_descheduler_writes_nothing_but_events() {
 /// `kolo scheduler` as its service account, with one profile
 /// (`schedulerName: <id>`) and kolo's default plugins (Reservation among
 /// them).
-fn scheduler(cluster: &Cluster, dir: &Path, id: &str) -> Daemon {
+fn scheduler(cluster: &RbacCluster, dir: &Path, id: &str) -> Daemon {
     let config = cluster.kubeconfig_as("kolo-scheduler");
     let file = e2e_common::scheduler_config(dir, id);
     let mut args = vec!["scheduler".to_string()];

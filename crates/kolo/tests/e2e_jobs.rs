@@ -22,13 +22,12 @@
 mod common;
 mod e2e_common;
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::{Arc, Mutex, Weak};
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
-use common::{kubectl, run, try_run, workspace_root};
+use common::{kubectl, run};
+use e2e_common::rbac_cluster::{self, RbacCluster};
 use e2e_common::{
     Daemon, TestObjects, component_args, create, create_node, events, get_json, node_of, patch,
     pod, wait_for,
@@ -37,92 +36,19 @@ use serde_json::{Value, json};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
-/// A private API-only test cluster, stopped when dropped.
-struct Cluster {
-    tool: PathBuf,
-    dir: tempfile::TempDir,
-}
-
-impl Cluster {
-    /// The admin's kubeconfig (the tests' kubectl).
-    fn kubeconfig(&self) -> PathBuf {
-        self.dir.path().join("cluster/kubeconfig")
-    }
-
-    /// The kubeconfig of service account `kolo-system/<account>`: the
-    /// admin's, impersonating it.
-    fn kubeconfig_as(&self, account: &str) -> PathBuf {
-        let path = self.dir.path().join(format!("cluster/kubeconfig-{account}"));
-        let admin = std::fs::read_to_string(self.kubeconfig()).unwrap();
-        let user = format!("user: {{as: \"system:serviceaccount:kolo-system:{account}\", ");
-        let text = admin.replace("user: {", &user);
-        assert_ne!(text, admin, "unexpected kubeconfig format:\n{admin}");
-        std::fs::write(&path, text).unwrap();
-        path
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        let dir = self.dir.path().join("cluster");
-        let _ = try_run(Command::new(&self.tool).arg("stop").arg(dir), None);
-    }
-}
-
-/// The cluster the tests running now share (started by the first).
-static SHARED: Mutex<Weak<Cluster>> = Mutex::new(Weak::new());
-
-/// This file's cluster (started if no other test of the file holds it),
-/// with kolo's CRDs installed; `None` after saying loudly that `test` is
-/// skipped when the Kubernetes binaries are missing.
-fn cluster(test: &str) -> Option<Arc<Cluster>> {
-    let cache = std::env::var_os("KOLO_CLUSTER_CACHE")
-        .map_or_else(|| PathBuf::from("/var/cache/kolo-cluster"), PathBuf::from);
-    if !cache.join("bin/kube-apiserver").exists() {
-        // Straight to stderr, past the harness's capture, so the skip shows.
-        let _ = writeln!(
-            std::io::stderr(),
-            "\n*** SKIPPED e2e_jobs {test} test: the Kubernetes binaries are not built in {} \
-             (run scripts/cluster build, or scripts/test). ***",
-            cache.display()
-        );
-        return None;
-    }
-    let mut shared = SHARED.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(cluster) = shared.upgrade() {
-        return Some(cluster);
-    }
-    let tool = workspace_root().join("scripts/cluster");
-    let dir = tempfile::tempdir().unwrap();
-    let cluster_dir = dir.path().join("cluster");
-    // Owned before it starts, so a failed start is stopped too.
-    let cluster = Arc::new(Cluster { tool: tool.clone(), dir });
-    run(
-        Command::new(&tool)
-            .args(["start", "--api-only"])
-            .arg(&cluster_dir)
-            .env("KOLO_CLUSTER_RBAC", "1"),
-        None,
-    );
-    let config = cluster.kubeconfig();
-    e2e_common::install_crds(&config);
-    let deploy = workspace_root().join("deploy");
-    for file in ["namespace.yaml", "rbac-scheduler.yaml", "rbac-manager.yaml"] {
-        run(kubectl(&config).arg("apply").arg("-f").arg(deploy.join(file)), None);
-    }
-    run(
-        kubectl(&config).args([
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
-            "crd/elasticquotas.scheduling.sigs.k8s.io",
-            "crd/podgroups.scheduling.sigs.k8s.io",
-            "crd/reservations.scheduling.koordinator.sh",
-        ]),
-        None,
-    );
-    *shared = Arc::downgrade(&cluster);
-    Some(cluster)
+/// This file's cluster with kolo's CRDs and the scheduler's and manager's
+/// roles; `None` (said loudly) without the Kubernetes binaries.
+fn cluster(test: &str) -> Option<Arc<RbacCluster>> {
+    rbac_cluster::shared(
+        "e2e_jobs",
+        test,
+        &["namespace.yaml", "rbac-scheduler.yaml", "rbac-manager.yaml"],
+        &[
+            "elasticquotas.scheduling.sigs.k8s.io",
+            "podgroups.scheduling.sigs.k8s.io",
+            "reservations.scheduling.koordinator.sh",
+        ],
+    )
 }
 
 /// A test's namespace (`id`) and its cleanup.
@@ -140,7 +66,7 @@ fn namespace<'a>(config: &'a Path, id: &str) -> TestObjects<'a> {
 /// (`schedulerName: <id>`): kolo's default plugins (Coscheduling and
 /// Reservation among them), LoadAwareScheduling off (the test nodes have
 /// no NodeMetrics).
-fn scheduler(cluster: &Cluster, dir: &Path, id: &str) -> Daemon {
+fn scheduler(cluster: &RbacCluster, dir: &Path, id: &str) -> Daemon {
     let config = cluster.kubeconfig_as("kolo-scheduler");
     let file = dir.join("scheduler.yaml");
     let yaml = [
@@ -162,7 +88,7 @@ fn scheduler(cluster: &Cluster, dir: &Path, id: &str) -> Daemon {
 /// `kolo manager run` as its service account, for this test's nodes, a
 /// pass every 2 s, its (absent) ConfigMap in kolo-system where its role
 /// may read it; then `extra`.
-fn manager(cluster: &Cluster, id: &str, extra: &[&str]) -> Daemon {
+fn manager(cluster: &RbacCluster, id: &str, extra: &[&str]) -> Daemon {
     let config = cluster.kubeconfig_as("kolo-manager");
     let mut args = vec!["manager".to_string(), "run".into()];
     args.extend(component_args(&config));
