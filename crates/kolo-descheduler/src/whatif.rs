@@ -36,6 +36,7 @@ use serde::Serialize;
 use crate::cluster::Cluster;
 use crate::descheduler::Descheduler;
 use crate::low_node_load::{CandidateVerdict, NodeReport, PoolReport};
+use crate::migration::job::spec_reservation;
 use crate::plan::{Action, Event};
 
 /// The annotation a migration job carries its eviction reason in.
@@ -228,12 +229,7 @@ pub fn controller_step(action: &Action) -> ControllerStep {
             step("createJob", Some(&name), "create the job".into())
         }
         Action::SetJobSpec { job, spec } => {
-            let reservation = spec
-                .reservation_options
-                .as_ref()
-                .and_then(|o| o.reservation_ref.as_ref())
-                .and_then(|r| r.name.clone());
-            let detail = match reservation {
+            let detail = match spec_reservation(spec) {
                 Some(name) => format!("record reservation {name}"),
                 None => "update the spec".into(),
             };

@@ -43,6 +43,7 @@ use kolo_core::node::NodeView;
 use kolo_core::usage_report::NodeUsageReport;
 use kolo_descheduler::config::{ConfigError, DeschedulerConfig};
 use kolo_descheduler::low_node_load::NodeClass;
+use kolo_descheduler::migration::job::spec_reservation;
 use kolo_descheduler::{Action, Cluster, Descheduler, Workload};
 use kolo_scheduler::framework::PodInfo;
 use serde::Serialize;
@@ -289,12 +290,8 @@ impl SimDescheduler {
                     // A job recording a Reservation this pass asked for:
                     // tell the controller it was not created, so the job
                     // fails now rather than at its TTL.
-                    let reservation = spec
-                        .reservation_options
-                        .as_ref()
-                        .and_then(|o| o.reservation_ref.as_ref())
-                        .and_then(|r| r.name.clone());
-                    if reservation.is_some_and(|r| reservations.contains(&r)) {
+                    let reservation = spec_reservation(&spec);
+                    if reservation.is_some_and(|r| reservations.iter().any(|c| c == r)) {
                         self.descheduler.reservation_result(
                             &job,
                             Err("the simulator does not run Reservations (use EvictDirectly)"

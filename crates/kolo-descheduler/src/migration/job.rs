@@ -7,7 +7,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kolo_api::crd::parse_go_duration;
 use kolo_api::crd::pod_migration_job::{
     PMJ_MODE_EVICT_DIRECTLY, PMJ_PHASE_PENDING, PMJ_PHASE_RUNNING, PodMigrationJob,
-    PodMigrationJobCondition, PodMigrationJobStatus,
+    PodMigrationJobCondition, PodMigrationJobSpec, PodMigrationJobStatus,
 };
 use kolo_core::HasMeta;
 use kolo_core::clock::Timestamp;
@@ -122,8 +122,13 @@ pub fn pod_ref(job: &PodMigrationJob) -> Option<(&str, &str, &str)> {
 /// The name of the reservation `spec.reservationOptions.reservationRef`
 /// names.
 pub fn reservation_ref(job: &PodMigrationJob) -> Option<&str> {
-    job.spec
-        .reservation_options
+    spec_reservation(&job.spec)
+}
+
+/// The Reservation a job spec records (what a `SetJobSpec` action writes
+/// when the controller has created the job's Reservation).
+pub fn spec_reservation(spec: &PodMigrationJobSpec) -> Option<&str> {
+    spec.reservation_options
         .as_ref()?
         .reservation_ref
         .as_ref()?

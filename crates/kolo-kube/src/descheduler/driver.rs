@@ -31,6 +31,7 @@ use crate::error::KubeError;
 use crate::health::Health;
 use crate::leader::Leadership;
 use kolo_descheduler::Action;
+use kolo_descheduler::migration::job::spec_reservation;
 
 /// How often the migration controller runs without a change.
 pub const MIGRATE_INTERVAL: Duration = Duration::from_millis(500);
@@ -221,8 +222,7 @@ pub fn reservation_jobs(actions: &[Action]) -> HashMap<String, String> {
         .iter()
         .filter_map(|a| match a {
             Action::SetJobSpec { job, spec } => {
-                let reservation = spec.reservation_options.as_ref()?.reservation_ref.as_ref()?;
-                Some((reservation.name.clone()?, job.clone()))
+                Some((spec_reservation(spec)?.to_string(), job.clone()))
             }
             _ => None,
         })
