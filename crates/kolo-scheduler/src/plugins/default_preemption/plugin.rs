@@ -21,6 +21,7 @@ use kolo_api::names::annotation;
 use kolo_api::{PriorityClass, QoSClass};
 use kolo_core::HasMeta;
 use kolo_core::clock::Timestamp;
+use kolo_core::usage_report::NodeUsageReport;
 use rayon::prelude::*;
 
 use super::budgets::Budgets;
@@ -54,7 +55,12 @@ impl DefaultPreemption {
 }
 
 impl ClusterEventHandler for DefaultPreemption {
+    // The plugin keeps state from budgets only: per-node events and
+    // NodeMetric rounds (whose default delivery is one call per node) are
+    // ignored outright.
     fn on_event(&self, _event: &ClusterEvent<'_>) {}
+
+    fn on_node_metrics(&self, _updates: &[(&NodeInfo, &Arc<NodeUsageReport>)]) {}
 
     fn on_object(&self, event: &ObjectEvent<'_>) {
         let budgets = || self.budgets.write().unwrap_or_else(|p| p.into_inner());
