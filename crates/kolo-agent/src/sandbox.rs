@@ -1,10 +1,16 @@
-//! A sandbox on the real cgroups of the machine (cgroup v1), for tests,
-//! `kolo bench agent-overhead` and trying the agent without a cluster.
+//! A sandbox on the real cgroups of the machine (cgroup v1 or v2), for
+//! tests, `kolo bench agent-overhead` and trying the agent without a
+//! cluster.
 //!
 //! [`TestCgroups`] creates a unique kubepods-shaped hierarchy
-//! `<mount>/kolo-test-<pid>-<n>/kubepods/{burstable,besteffort}` in the
-//! cpu, cpuacct, cpuset and memory hierarchies (wherever each is mounted:
-//! they may be separate, as on this machine, or combined), starts real
+//! `<mount>/kolo-test-<pid>-<n>/kubepods/{burstable,besteffort}` — on v1 in
+//! the cpu, cpuacct, cpuset and memory hierarchies (wherever each is
+//! mounted: they may be separate, as on this machine, or combined), on v2
+//! in the unified tree with the cpu, cpuset and memory controllers enabled
+//! down to it. With `KOLO_TEST_CGROUP_DRIVER=systemd` the directories have
+//! the systemd driver's names (`kubepods.slice/kubepods-besteffort.slice/
+//! kubepods-besteffort-pod<uid>.slice/cri-containerd-<id>.scope`), made by
+//! the harness itself as a kubelet's systemd would. It starts real
 //! processes in pod / container cgroups below it, and on drop — also when
 //! the test panics — kills every process, waits for it, and removes every
 //! cgroup it created, leaf to root. It never touches a cgroup it did not
@@ -15,10 +21,15 @@
 //! real one and the kubelet cgroup root is the unique test directory, so
 //! the agent's own path building finds the test pods.
 //!
+//! On v2 a cgroup's controllers are enabled in its parent's
+//! `cgroup.subtree_control` when the first child is created below it, as
+//! the kubelet does; processes only ever go to leaves (the kernel refuses
+//! a process in a cgroup whose children have controllers).
+//!
 //! Tests hold a process-wide lock while a `TestCgroups` lives, so real
 //! cgroup tests of one test binary run one at a time (CPU measurements
 //! would disturb each other otherwise). The test directory gets the
-//! largest `cpu.shares` (262144), so processes in it get the CPU they ask
+//! largest CPU weight (`cpu.shares` 262144, `cpu.weight` 10000), so processes in it get the CPU they ask
 //! for even while the machine is busy compiling.
 
 use std::fs;
@@ -31,7 +42,10 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::agent_pod::{AgentPod, ContainerRef};
-use crate::cgroup::{CgroupDriver, CgroupVersion, Layout, LayoutConfig, PodPaths, Subsystem};
+use crate::cgroup::{
+    CgroupDir, CgroupDriver, CgroupVersion, ContainerId, Layout, LayoutConfig, PodPaths, Resource,
+    Subsystem, Value,
+};
 use kolo_api::kube_qos::KubeQoSClass;
 use kolo_api::{PriorityClass, QoSClass};
 use kolo_core::resources::{ResourceName, ResourceVector};
@@ -41,6 +55,11 @@ pub const CGROUP_ROOT: &str = "/sys/fs/cgroup";
 /// The hierarchies the harness creates its tree in.
 pub const CONTROLLERS: [Subsystem; 4] =
     [Subsystem::Cpu, Subsystem::Cpuacct, Subsystem::Cpuset, Subsystem::Memory];
+/// The v2 controllers the harness enables down its tree.
+pub const V2_CONTROLLERS: [&str; 3] = ["cpu", "cpuset", "memory"];
+/// The environment variable choosing the cgroup driver's names
+/// (`cgroupfs`, the default, or `systemd`).
+pub const DRIVER_ENV: &str = "KOLO_TEST_CGROUP_DRIVER";
 
 static LOCK: Mutex<()> = Mutex::new(());
 static COUNTER: AtomicUsize = AtomicUsize::new(0);
@@ -57,17 +76,20 @@ pub enum Workload {
     /// `sleep`: nothing.
     Sleep,
     /// Python allocating and touching `mib` MiB of anonymous memory, then
-    /// sleeping.
+    /// sleeping; without python (a VM's initramfs), the shell holding a
+    /// string of `mib` MiB (a little more than `mib` MiB resident).
     Memory {
         /// MiB to allocate.
         mib: u64,
     },
 }
 
-/// A unique kubepods-shaped test hierarchy on the real cgroup v1 mounts.
+/// A unique kubepods-shaped test hierarchy on the real cgroup mounts.
 pub struct TestCgroups {
     name: String,
-    /// (subsystem, absolute test root `<mount>/kolo-test-…`).
+    version: CgroupVersion,
+    /// (subsystem, absolute test root `<mount>/kolo-test-…`); on v2 every
+    /// subsystem has the same one.
     roots: Vec<(Subsystem, PathBuf)>,
     /// Absolute dirs, in creation order (removed in reverse).
     created: Vec<PathBuf>,
@@ -78,38 +100,35 @@ pub struct TestCgroups {
 
 impl TestCgroups {
     /// Creates the hierarchy, or says why this machine cannot (not root,
-    /// no cgroup v1 cpu / cpuacct / cpuset / memory hierarchies). Callers
+    /// no cgroup v1 cpu / cpuacct / cpuset / memory hierarchies, a v2 tree
+    /// without those controllers, an unknown [`DRIVER_ENV`]). Callers
     /// print the reason loudly and return: see [`skip`].
     pub fn new() -> Result<TestCgroups, String> {
         let lock = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let driver = match std::env::var(DRIVER_ENV) {
+            Err(_) => CgroupDriver::Cgroupfs,
+            Ok(name) => CgroupDriver::parse(&name)
+                .ok_or_else(|| format!("{DRIVER_ENV}={name:?}: neither cgroupfs nor systemd"))?,
+        };
         let layout = Layout::detect(&LayoutConfig::new(CGROUP_ROOT))
             .map_err(|e| format!("no cgroups: {e}"))?;
-        if layout.version() != CgroupVersion::V1 {
-            return Err(format!(
-                "{CGROUP_ROOT} is cgroup v2; these tests need the cgroup v1 hierarchies"
-            ));
-        }
-        let mut mounts = Vec::new();
-        for s in CONTROLLERS {
-            let dir = layout.hierarchy(s).ok_or_else(|| {
-                format!("no cgroup v1 {} hierarchy under {CGROUP_ROOT}", s.name())
-            })?;
-            mounts.push((s, dir.to_path_buf()));
-        }
-        for (_, mount) in &mounts {
+        let version = layout.version();
+        let mounts = match version {
+            CgroupVersion::V1 => v1_mounts(&layout)?,
+            CgroupVersion::V2 => v2_mounts(layout.root())?,
+        };
+        for mount in unique(mounts.iter().map(|(_, m)| m)) {
             remove_stale(mount);
         }
         let name =
             format!("kolo-test-{}-{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed));
         let mut t = TestCgroups {
             name: name.clone(),
+            version,
             roots: mounts.iter().map(|(s, m)| (*s, m.join(&name))).collect(),
             created: Vec::new(),
             children: Vec::new(),
-            paths: PodPaths::new(
-                CgroupDriver::Cgroupfs,
-                &crate::cgroup::CgroupDir::parse(&name).map_err(|e| e.to_string())?,
-            ),
+            paths: PodPaths::new(driver, &CgroupDir::parse(&name).map_err(|e| e.to_string())?),
             _lock: lock,
         };
         // The test root itself (its creation tells whether we may).
@@ -125,11 +144,30 @@ impl TestCgroups {
             }
             Err(e) => return Err(format!("cannot create a test cgroup: {e}")),
         }
-        t.write(Subsystem::Cpu, "", "cpu.shares", "262144").map_err(|e| e.to_string())?;
-        for dir in ["kubepods", "kubepods/burstable", "kubepods/besteffort"] {
-            t.mkdir_one(dir).map_err(|e| format!("creating {dir}: {e}"))?;
+        t.write_resource("", Resource::CpuShares, Value::Int(262_144))
+            .map_err(|e| e.to_string())?;
+        let qos = [KubeQoSClass::Guaranteed, KubeQoSClass::Burstable, KubeQoSClass::BestEffort];
+        for dir in qos.map(|q| t.rel_of(t.paths.qos_dir(q))) {
+            t.mkdir_one(&dir).map_err(|e| format!("creating {dir}: {e}"))?;
         }
         Ok(t)
+    }
+
+    /// The cgroup version of the machine's mount.
+    pub fn version(&self) -> CgroupVersion {
+        self.version
+    }
+
+    /// The driver whose names the tree has ([`DRIVER_ENV`]).
+    pub fn driver(&self) -> CgroupDriver {
+        self.paths.driver()
+    }
+
+    /// The QoS directory of `qos` relative to the test root (`kubepods`
+    /// for Guaranteed, `kubepods/besteffort`,
+    /// `kubepods.slice/kubepods-besteffort.slice`, ...).
+    pub fn qos_rel(&self, qos: KubeQoSClass) -> String {
+        self.rel_of(self.paths.qos_dir(qos))
     }
 
     /// The unique directory name (`kolo-test-<pid>-<n>`): the kubelet
@@ -138,13 +176,13 @@ impl TestCgroups {
         &self.name
     }
 
-    /// What to give [`crate::cgroup::Cgroups::detect`] (cgroupfs
+    /// What to give [`crate::cgroup::Cgroups::detect`] (this tree's
     /// driver, real root, this test's kubelet root).
     pub fn layout_config(&self) -> LayoutConfig {
         LayoutConfig {
             root: CGROUP_ROOT.into(),
             kubelet_root: self.name.clone(),
-            driver: Some(CgroupDriver::Cgroupfs),
+            driver: Some(self.driver()),
         }
     }
 
@@ -163,11 +201,19 @@ impl TestCgroups {
     }
 
     fn mkdir_one(&mut self, rel: &str) -> io::Result<()> {
+        let mut done = Vec::new();
         for (s, _) in self.roots.clone() {
             let dir = self.abs(s, rel);
+            if done.contains(&dir) {
+                continue; // v2: one tree for every subsystem
+            }
+            done.push(dir.clone());
+            if self.version == CgroupVersion::V2 {
+                enable_controllers(dir.parent().expect("has a parent"))?;
+            }
             fs::create_dir(&dir)?;
             self.created.push(dir.clone());
-            if s == Subsystem::Cpuset {
+            if s == Subsystem::Cpuset && self.version == CgroupVersion::V1 {
                 // A new v1 cpuset is empty; give it its parent's.
                 let parent = dir.parent().expect("has a parent");
                 for f in ["cpuset.cpus", "cpuset.mems"] {
@@ -194,9 +240,9 @@ impl TestCgroups {
     }
 
     /// Creates a container cgroup below a pod's and returns its relative
-    /// directory. `id` is the bare ID.
+    /// directory. `id` is the bare ID (a containerd container's).
     pub fn add_container(&mut self, pod_rel: &str, id: &str) -> String {
-        let rel = format!("{pod_rel}/{id}");
+        let rel = self.container_rel(pod_rel, id);
         self.mkdir_one(&rel).unwrap_or_else(|e| panic!("creating {rel}: {e}"));
         rel
     }
@@ -255,6 +301,10 @@ impl TestCgroups {
             Workload::Spin => "echo ready; while :; do :; done".to_string(),
             Workload::SpinOnResume => "echo ready; kill -STOP $$; while :; do :; done".to_string(),
             Workload::Sleep => "echo ready; exec sleep 3600".to_string(),
+            Workload::Memory { mib } if python().is_none() => format!(
+                "x=$(head -c {} /dev/zero | tr '\\000' a); echo ready; while :; do sleep 3600; done",
+                mib << 20
+            ),
             Workload::Memory { mib } => {
                 let python = python().ok_or_else(|| io::Error::other("python3 not found"))?;
                 cmd.env("KOLO_PY", python).env(
@@ -306,8 +356,9 @@ impl TestCgroups {
     pub fn system_cgroup(&mut self) -> io::Result<&'static str> {
         const SYSTEM: &str = "system";
         if !self.abs(Subsystem::Cpu, SYSTEM).exists() {
-            let cpus = thread::available_parallelism().map_or(1, |n| n.get());
-            self.write(Subsystem::Cpu, "kubepods", "cpu.shares", &(cpus * 1024).to_string())?;
+            let cpus = thread::available_parallelism().map_or(1, |n| n.get()) as i64;
+            let kubepods = self.qos_rel(KubeQoSClass::Guaranteed);
+            self.write_resource(&kubepods, Resource::CpuShares, Value::Int(cpus * 1024))?;
             self.mkdir_one(SYSTEM)?;
         }
         Ok(SYSTEM)
@@ -319,10 +370,9 @@ impl TestCgroups {
     /// and spawn it as usual; kill it before the `TestCgroups` is dropped
     /// (a cgroup with a process in it cannot be removed).
     pub fn command_in(&self, rel: &str, program: impl AsRef<std::ffi::OsStr>) -> Command {
-        let procs: Vec<String> = CONTROLLERS
-            .iter()
-            .map(|s| self.abs(*s, rel).join("cgroup.procs").display().to_string())
-            .collect();
+        let dirs: Vec<PathBuf> = CONTROLLERS.iter().map(|s| self.abs(*s, rel)).collect();
+        let procs: Vec<String> =
+            unique(dirs.iter()).map(|d| d.join("cgroup.procs").display().to_string()).collect();
         let mut cmd = Command::new("/bin/sh");
         cmd.env("KOLO_CGROUP_PROCS", procs.join(":"))
             .arg("-c")
@@ -370,6 +420,38 @@ impl TestCgroups {
         fs::write(self.abs(subsystem, rel).join(file), value)
     }
 
+    /// Writes a resource of the test tree: `value` in the v1 domain
+    /// (shares, µs, bytes; [`Value::Max`] for unlimited), converted to
+    /// what this version's file takes (`cpu.weight`, `cpu.max`, ...).
+    pub fn write_resource(&self, rel: &str, resource: Resource, value: Value) -> io::Result<()> {
+        let file = resource.file(self.version).ok_or_else(|| {
+            io::Error::other(format!("{} has no cgroup {} file", resource.name(), self.version))
+        })?;
+        let path = self.abs(resource.subsystem(), rel).join(file);
+        let current = fs::read_to_string(&path).unwrap_or_default();
+        let value = resource.to_file_value(self.version, value);
+        fs::write(&path, resource.render(self.version, &value, &current))
+    }
+
+    /// Reads a resource of the test tree, converted back to the v1 domain
+    /// (`cpu.weight` as shares, `max` as [`Value::Max`], the quota field of
+    /// `cpu.max`, ...).
+    pub fn read_resource(&self, rel: &str, resource: Resource) -> io::Result<Value> {
+        let file = resource.read_file(self.version).ok_or_else(|| {
+            io::Error::other(format!("{} has no cgroup {} file", resource.name(), self.version))
+        })?;
+        let content = fs::read_to_string(self.abs(resource.subsystem(), rel).join(file))?;
+        let value = resource.parse_file(self.version, &content).map_err(io::Error::other)?;
+        Ok(resource.from_file_value(self.version, value))
+    }
+
+    /// The container directory below `pod_rel` (relative, not created).
+    pub fn container_rel(&self, pod_rel: &str, id: &str) -> String {
+        let pod = CgroupDir::parse(&format!("{}/{pod_rel}", self.name)).expect("a valid pod dir");
+        let id = ContainerId::parse(&format!("containerd://{id}")).expect("a valid container ID");
+        self.rel_of(&self.paths.container_dir(&pod, &id).expect("containerd has a scope prefix"))
+    }
+
     /// Every cgroup directory created so far (all hierarchies), in creation
     /// order.
     pub fn created(&self) -> &[PathBuf] {
@@ -402,6 +484,64 @@ impl Drop for TestCgroups {
             eprintln!("kolo test harness: could not remove {problems:?}");
         }
     }
+}
+
+/// The v1 hierarchy of each harness controller.
+fn v1_mounts(layout: &Layout) -> Result<Vec<(Subsystem, PathBuf)>, String> {
+    CONTROLLERS
+        .iter()
+        .map(|s| {
+            let dir = layout.hierarchy(*s).ok_or_else(|| {
+                format!("no cgroup v1 {} hierarchy under {CGROUP_ROOT}", s.name())
+            })?;
+            Ok((*s, dir.to_path_buf()))
+        })
+        .collect()
+}
+
+/// The v2 tree for every harness controller, once its root offers the
+/// controllers the harness needs in its subtree.
+fn v2_mounts(root: &Path) -> Result<Vec<(Subsystem, PathBuf)>, String> {
+    let offered = fs::read_to_string(root.join("cgroup.controllers")).unwrap_or_default();
+    let missing: Vec<&str> = V2_CONTROLLERS
+        .into_iter()
+        .filter(|c| !offered.split_whitespace().any(|o| o == *c))
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "the cgroup v2 tree at {} does not offer {missing:?} (cgroup.controllers: {:?})",
+            root.display(),
+            offered.trim()
+        ));
+    }
+    enable_controllers(root)
+        .map_err(|e| format!("cannot enable {V2_CONTROLLERS:?} in {}: {e}", root.display()))?;
+    Ok(CONTROLLERS.iter().map(|s| (*s, root.to_path_buf())).collect())
+}
+
+/// Enables the harness's v2 controllers for `dir`'s children (a no-op when
+/// they are on).
+fn enable_controllers(dir: &Path) -> io::Result<()> {
+    let file = dir.join("cgroup.subtree_control");
+    let on = fs::read_to_string(&file)?;
+    let want: Vec<String> = V2_CONTROLLERS
+        .iter()
+        .filter(|c| !on.split_whitespace().any(|o| o == **c))
+        .map(|c| format!("+{c}"))
+        .collect();
+    if want.is_empty() { Ok(()) } else { fs::write(&file, want.join(" ")) }
+}
+
+/// Each path once, in first-seen order.
+fn unique<'a>(paths: impl Iterator<Item = &'a PathBuf>) -> impl Iterator<Item = &'a PathBuf> {
+    let mut seen: Vec<&PathBuf> = Vec::new();
+    paths.filter(move |p| {
+        let new = !seen.contains(p);
+        if new {
+            seen.push(p);
+        }
+        new
+    })
 }
 
 /// Kills the processes listed in a cgroup and waits (≤ 5 s) until it is

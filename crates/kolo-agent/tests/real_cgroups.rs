@@ -1,6 +1,6 @@
 //! The cgroup layer and the pod collector on the machine's real cgroup v1
-//! hierarchies: real processes, real kernel accounting, real write
-//! constraints. Each test builds its own kubepods-shaped tree with
+//! hierarchies (cgroupfs names): real processes, real kernel accounting,
+//! real write constraints. Each test builds its own kubepods-shaped tree with
 //! `common::TestCgroups` and removes it (and its processes) on drop. On a
 //! machine without cgroup v1 or without root, the tests print why and pass.
 
@@ -16,8 +16,8 @@ use common::{
     test_uid,
 };
 use kolo_agent::cgroup::{
-    CgroupDir, CgroupVersion, CgroupWrite, Cgroups, CpuSet, LayoutConfig, Phase, Resource,
-    SkipReason, Subsystem, Value,
+    CgroupDir, CgroupDriver, CgroupVersion, CgroupWrite, Cgroups, CpuSet, LayoutConfig, Phase,
+    Resource, SkipReason, Subsystem, Value,
 };
 use kolo_agent::collect::pod::PodCollector;
 use kolo_api::kube_qos::KubeQoSClass;
@@ -25,10 +25,24 @@ use kolo_core::clock::Timestamp;
 
 const MIB: u64 = 1 << 20;
 
+/// The harness on cgroup v1 with the cgroupfs names (these tests check
+/// v1's own rules and file names; `real_strategies.rs` covers every
+/// version and driver).
 macro_rules! harness {
     ($test:expr) => {
         match TestCgroups::new() {
-            Ok(t) => t,
+            Ok(t) if t.version() == CgroupVersion::V1 && t.driver() == CgroupDriver::Cgroupfs => t,
+            Ok(t) => {
+                skip(
+                    $test,
+                    &format!(
+                        "cgroup {} with the {} driver: these are v1 cgroupfs tests",
+                        t.version(),
+                        t.driver()
+                    ),
+                );
+                return;
+            }
             Err(reason) => {
                 skip($test, &reason);
                 return;

@@ -591,16 +591,23 @@ fn ls_surge_suppresses_be() {
     let be_dir = container_cgroup(&node, &be);
     let window = Duration::from_secs(3);
 
-    // Without a surge the BE loop gets most of a CPU (a precondition: on a
-    // machine busy with other work its budget is small from the start).
+    // Without a surge the BE loop gets CPU (a precondition: the release
+    // below needs BE to want CPU at all).
     let before = wait_for("the BE pod to use CPU (is the machine busy?)", TIMEOUT, || {
         Some(cpu_milli(&be_dir, window)).filter(|m| *m >= 300)
     });
+    // What is asserted is the agent's budget, not BE's share of a busy
+    // machine: BE's budget is 80 % of the node minus what everything else
+    // uses, so a surge of one LS CPU lowers the BE QoS cgroup's quota by
+    // about a CPU, and BE's usage is held under it. (BE's usage alone says
+    // little here: on a machine busy with other work BE gets less than its
+    // budget before the surge, and a cut to the budget need not show.)
+    let be_qos = be_qos_cgroup(&node);
+    let budget_before = wait_for("the agent to set the BE quota", TIMEOUT, || quota_milli(&be_qos));
 
     // 4. The LS pod spins one CPU for 60 s: two CPUs, one free, so without
     // suppression the BE loop would keep its CPU (its weight only matters
-    // when the CPUs are full). kolo's budget (90 % of the node minus what
-    // non-BE uses) leaves BE almost nothing.
+    // when the CPUs are full).
     let name = ls["metadata"]["name"].as_str().unwrap();
     // In the foreground of its own `kubectl exec`: a process an exec
     // session leaves in the background need not outlive the session.
@@ -613,17 +620,50 @@ fn ls_surge_suppresses_be() {
         .spawn()
         .expect("kubectl exec starts");
     let start = Instant::now();
-    let cut =
-        wait_until(Duration::from_secs(50), || cpu_milli(&be_dir, window) * 100 <= before * 40);
+    let mut seen = (budget_before, before);
+    let cut = wait_until(Duration::from_secs(50), || {
+        let budget = quota_milli(&be_qos).unwrap_or(i64::MAX);
+        seen = (budget, cpu_milli(&be_dir, window));
+        // Down by most of the surge's CPU, or to the floor (the policy's
+        // 2 ms per 100 ms) when little was left; CFS accounting lets a
+        // window read a little over the quota.
+        (budget + 200 <= budget_before || budget <= 20) && seen.1 <= budget + 150
+    });
     let reaction = start.elapsed();
-    assert!(cut, "BE kept its CPU through the LS surge ({before}m before)\n{}", system.logs());
-    eprintln!("BE cut to <= 40 % of {before}m within {reaction:?} (windows of {window:?})");
+    assert!(
+        cut,
+        "BE kept its budget through the LS surge: quota {budget_before}m before, {}m and usage \
+         {}m last seen ({before}m used before)\n{}",
+        seen.0,
+        seen.1,
+        system.logs()
+    );
+    let budget_cut = seen.0;
+    eprintln!(
+        "BE quota {budget_before}m -> {budget_cut}m, usage {before}m -> {}m within {reaction:?} \
+         (windows of {window:?})",
+        seen.1
+    );
 
-    // After the surge BE gets its CPU back.
+    // After the surge BE gets its budget back.
     let _ = surge.wait();
-    let released =
-        wait_until(Duration::from_secs(120), || cpu_milli(&be_dir, window) * 100 >= before * 70);
-    assert!(released, "BE never got its CPU back after the surge\n{}", system.logs());
+    let released = wait_until(Duration::from_secs(120), || {
+        quota_milli(&be_qos).is_none_or(|budget| budget >= budget_cut + 200)
+    });
+    assert!(released, "BE never got its budget back after the surge\n{}", system.logs());
+}
+
+/// The BE QoS cgroup (relative to a controller's mount) the kubelet's
+/// cgroupfs driver made under the node's cgroup root.
+fn be_qos_cgroup(node: &RealNode) -> PathBuf {
+    PathBuf::from(format!("{}/kubepods/besteffort", node.cgroup_root.trim_start_matches('/')))
+}
+
+/// The CPU (milli-cores) a cgroup's CFS quota allows, `None` when unlimited.
+fn quota_milli(dir: &Path) -> Option<i64> {
+    let quota: i64 = cgroup_file("cpu", dir, "cpu.cfs_quota_us").parse().unwrap();
+    let period: i64 = cgroup_file("cpu", dir, "cpu.cfs_period_us").parse().unwrap();
+    (quota > 0).then(|| quota * 1000 / period.max(1))
 }
 
 #[test]

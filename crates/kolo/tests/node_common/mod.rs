@@ -6,6 +6,7 @@
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -223,4 +224,65 @@ pub fn hook_socket<'n>(node: &'n RealNode, test: &str) -> Option<&'n str> {
             None
         }
     }
+}
+
+/// Waits until pod `namespace/name` is Running and returns it; on timeout
+/// panics with what explains a pod that never ran: `kubectl describe`
+/// (its conditions and Events), the node's conditions, and the errors of
+/// the cluster's kubelet logs (`DIR/logs`, DIR holding the kubeconfig).
+pub fn wait_running(node: &RealNode, namespace: &str, name: &str, timeout: Duration) -> Value {
+    let start = Instant::now();
+    loop {
+        let (_, out) = crate::common::try_run(
+            kubectl(&node.config).args(["get", "pod", name, "-n", namespace, "-o", "json"]),
+            None,
+        );
+        let pod: Option<Value> =
+            out.status.success().then(|| serde_json::from_slice(&out.stdout).ok()).flatten();
+        if let Some(pod) = pod.filter(|p| p["status"]["phase"] == "Running") {
+            return pod;
+        }
+        if start.elapsed() >= timeout {
+            panic!(
+                "timed out after {timeout:?} waiting for pod {namespace}/{name} to run\n{}",
+                why_not_running(node, namespace, name)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// What the cluster says of a pod that is not running (for a failure
+/// message).
+fn why_not_running(node: &RealNode, namespace: &str, name: &str) -> String {
+    let kubectl_text = |args: &[&str]| {
+        let (_, out) = crate::common::try_run(kubectl(&node.config).args(args), None);
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    };
+    let mut text = format!(
+        "---- kubectl describe pod ----\n{}",
+        kubectl_text(&["describe", "pod", name, "-n", namespace])
+    );
+    text += &format!(
+        "---- node {} ----\n{}",
+        node.name,
+        kubectl_text(&["get", "node", &node.name, "-o", "wide"])
+    );
+    let logs = node.config.parent().map(|d| d.join("logs")).unwrap_or_default();
+    for entry in std::fs::read_dir(&logs).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if !path.file_name().is_some_and(|f| f.to_string_lossy().starts_with("kubelet")) {
+            continue;
+        }
+        let log = std::fs::read_to_string(&path).unwrap_or_default();
+        let errors: Vec<&str> =
+            log.lines().filter(|l| l.starts_with('E') || l.starts_with('W')).collect();
+        let tail = &errors[errors.len().saturating_sub(20)..];
+        text += &format!(
+            "---- {} (last errors and warnings) ----\n{}\n",
+            path.display(),
+            tail.join("\n")
+        );
+    }
+    text
 }
