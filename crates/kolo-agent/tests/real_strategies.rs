@@ -12,11 +12,13 @@
 mod common;
 
 use std::fs;
+use std::path::Path;
 use std::time::Duration;
 
 use common::{TestCgroups, Workload, skip, test_container_id, test_uid};
 use kolo_agent::agent::{Agent, AgentConfig};
 use kolo_agent::cgroup::{CgroupVersion, CpuSet, Resource, Subsystem, Value};
+use kolo_agent::kernel::{self, FairScheduler};
 use kolo_agent::pods::file::FileSource;
 use kolo_agent::pods::{Fetched, PodSource, PodSourceError};
 use kolo_agent::qos::{Probe, QosLoop, default_strategies};
@@ -211,10 +213,13 @@ fn be_isolation_and_batch_limits() {
     node.run(3);
     let be_qos = node.t.qos_rel(KubeQoSClass::BestEffort);
 
-    // BE isolation: cpu.idle on the BE QoS dir (CFS kernels), or the
-    // minimal weight (EEVDF kernels, or no cpu.idle).
+    // BE isolation: cpu.idle on the BE QoS dir on CFS kernels (< 6.6),
+    // the minimal weight on EEVDF kernels or without cpu.idle.
+    let scheduler = kernel::detect(Path::new("/proc"), Path::new("/sys"));
     let idle =
         node.supported(Resource::CpuIdle) && node.read(&be_qos, Resource::CpuIdle) == Value::Int(1);
+    let want_idle = node.supported(Resource::CpuIdle) && scheduler == Some(FairScheduler::Cfs);
+    assert_eq!(idle, want_idle, "cpu.idle on the BE QoS dir with the {scheduler:?} scheduler");
     if !idle {
         node.assert_file(&be_qos, Resource::CpuShares, Value::Int(2));
         if node.version() == CgroupVersion::V2 {
@@ -222,7 +227,7 @@ fn be_isolation_and_batch_limits() {
         }
     }
     eprintln!(
-        "{test}: BE isolated by {}",
+        "{test}: {scheduler:?} kernel: BE isolated by {}",
         if idle { "cpu.idle = 1" } else { "the minimal weight" }
     );
 
