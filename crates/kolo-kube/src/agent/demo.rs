@@ -6,7 +6,6 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 use kolo_agent::agent::AgentConfig;
-use kolo_agent::cgroup::CgroupDriver;
 use kolo_agent::sandbox::{TestCgroups, Workload, pods_file};
 use kolo_api::QoSClass;
 use kolo_api::kube_qos::KubeQoSClass;
@@ -45,18 +44,22 @@ pub fn run(seconds: u64, out: &mut dyn Write) -> Result<(), BoxError> {
     std::fs::write(&pods, pods_file(&refs))?;
     writeln!(
         out,
-        "cgroups: /sys/fs/cgroup/{{cpu,cpuacct,cpuset,memory}}/{}/kubepods/burstable/pod<uid>/<id>",
-        sandbox.name()
+        "cgroups: cgroup {} ({} driver's names) under /sys/fs/cgroup, pods in {}/{}",
+        sandbox.version(),
+        sandbox.driver(),
+        sandbox.name(),
+        sandbox.qos_rel(KubeQoSClass::Burstable)
     )?;
     writeln!(
         out,
-        "pods file: {}  (the same as: kolo agent --standalone --pods FILE --kubelet-cgroup-root {} --cgroup-driver cgroupfs)",
+        "pods file: {}  (the same as: kolo agent --standalone --pods FILE --kubelet-cgroup-root {} --cgroup-driver {})",
         pods.display(),
-        sandbox.name()
+        sandbox.name(),
+        sandbox.driver()
     )?;
+    // The sandbox's driver (`KOLO_TEST_CGROUP_DRIVER`, cgroupfs by default).
     let mut config = AgentConfig::new("demo-node");
     config.cgroups = sandbox.layout_config();
-    config.cgroups.driver = Some(CgroupDriver::Cgroupfs);
     config.dry_run = true;
     let source = SourceConfig::File { path: pods, node_name: Some("demo-node".into()) };
     let mut agent = build_agent(config, &source)?;
