@@ -23,6 +23,7 @@ pub mod agent;
 pub mod agent_pod;
 pub mod cgroup;
 pub mod collect;
+pub mod doctor;
 pub mod evict;
 pub mod fast_probe;
 pub mod kernel;

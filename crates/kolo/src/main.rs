@@ -10,6 +10,7 @@ mod cluster;
 mod crds;
 mod deschedule;
 mod descheduler_run;
+mod doctor;
 mod inspect;
 mod logging;
 mod manager;
@@ -164,6 +165,15 @@ enum Command {
     /// co-location) on a synthetic day of LS services and batch jobs, running
     /// kolo's real scheduler, manager and agent decisions. No cluster needed.
     Sim(Box<sim::Args>),
+    /// Check this node for kolo's agent: the kernel and its fair
+    /// scheduler (CFS / EEVDF), the cgroup version and driver, the
+    /// controllers and files kolo writes, cpu.idle, CFS burst, memory QoS,
+    /// PSI and resctrl support, and whether the kubelet's own cgroup writes
+    /// conflict with kolo's isolation; then which QoS features the agent
+    /// will use here. Creates and removes a cgroup of its own where no
+    /// kubepods cgroup shows the kernel's files (run it as root). Exits 1
+    /// when the agent cannot run here.
+    Doctor(doctor::Args),
     /// Print kolo's version.
     Version,
 }
@@ -204,6 +214,13 @@ fn main() -> ExitCode {
             inspect::run(&files, output, &mut std::io::stdout().lock())
         }
         Command::Deschedule(args) => deschedule::run(&args, &mut std::io::stdout().lock()),
+        Command::Doctor(args) => match doctor::run(&args, &mut std::io::stdout().lock()) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(CliError::Command(
+                "the agent cannot run on this node: see the FAIL rows".into(),
+            )),
+            Err(e) => Err(e),
+        },
         Command::Noderesource(args) => noderesource::run(&args, &mut std::io::stdout().lock()),
         Command::Nodeslo(args) => nodeslo::run(&args, &mut std::io::stdout().lock()),
         Command::Webhook { command } => {
