@@ -117,6 +117,9 @@ impl EventKinds {
     pub const POD_PENDING: EventKinds = EventKinds(1 << 9);
     /// A PodDisruptionBudget was created, changed or deleted.
     pub const DISRUPTION_BUDGET: EventKinds = EventKinds(1 << 10);
+    /// A PersistentVolumeClaim or PersistentVolume was created, changed or
+    /// deleted (a claim bound, a volume's node affinity set).
+    pub const VOLUME: EventKinds = EventKinds(1 << 11);
     /// Every change of nodes, assigned pods and NodeMetrics: what a plugin
     /// registers by default. The job-scheduling kinds above ([`QUOTA`],
     /// [`POD_GROUP`], [`RESERVATION`], [`POD_PENDING`]) wake only pods
