@@ -110,7 +110,8 @@ mod tests {
             v.map(|v| v.iter().map(|v| v.name.to_string()).collect::<Vec<_>>())
         };
         let all = claims(&[BOUND, PV_B, PV_ANY, LOGS]);
-        let cases: [(&Claims, &str, &[&str], Result<Vec<String>, ClaimProblem>); 7] = [
+        type Case<'a> = (&'a Claims, &'a str, &'a [&'a str], Result<Vec<String>, ClaimProblem>);
+        let cases: [Case<'_>; 7] = [
             (&all, "ns", &[], Ok(vec![])),
             (&all, "ns", &["data", "logs"], Ok(vec!["pv-b".into(), "pv-any".into()])),
             // Claims are namespaced.

@@ -190,7 +190,9 @@ mod tests {
             &plugin,
             "kind: PersistentVolumeClaim\nmetadata: {name: fresh, namespace: ns}\nspec: {storageClassName: standard}",
         );
-        let cases: [(&[&str], Result<Option<[bool; 2]>, &str>); 6] = [
+        // (claims, PreFilter's reason or the fit of nodes a and b).
+        type Case<'a> = (&'a [&'a str], Result<Option<[bool; 2]>, &'a str>);
+        let cases: [Case<'_>; 6] = [
             (&[], Ok(None)),
             (&["data"], Ok(Some([false, true]))),
             // A volume without node affinity restricts nothing.

@@ -84,6 +84,12 @@ impl State {
     }
 }
 
+/// Whether the plugin keeps track of a placed pod: it uses claims or
+/// in-line disks.
+fn tracked(pod: &PodInfo) -> bool {
+    uses_claims(pod.pod()) || !disks(pod.pod()).is_empty()
+}
+
 /// See the [module documentation](super).
 #[derive(Debug, Default)]
 pub struct VolumeRestrictions {
@@ -135,7 +141,7 @@ impl Plugin for VolumeRestrictions {
         // Its results read claims and pods on the node that the signature
         // does not describe: only pods without claims and disks may use
         // the cache.
-        !uses_claims(pod.pod()) && disks(pod.pod()).is_empty()
+        !tracked(pod)
     }
 }
 
@@ -188,16 +194,12 @@ impl ClusterEventHandler for VolumeRestrictions {
     fn on_event(&self, event: &ClusterEvent<'_>) {
         let write = || self.state.write().unwrap_or_else(PoisonError::into_inner);
         match *event {
-            ClusterEvent::PodAdded { pod, node, .. } => {
-                if uses_claims(pod.pod()) || !disks(pod.pod()).is_empty() {
-                    write().count(pod, node.id());
-                }
+            // Only pods with claims or disks are kept (volumes are
+            // immutable: an update does not change that).
+            ClusterEvent::PodAdded { pod, node, .. } if tracked(pod) => {
+                write().count(pod, node.id());
             }
-            ClusterEvent::PodRemoved { pod, node } => {
-                if uses_claims(pod.pod()) || !disks(pod.pod()).is_empty() {
-                    write().forget(pod, node);
-                }
-            }
+            ClusterEvent::PodRemoved { pod, node } if tracked(pod) => write().forget(pod, node),
             ClusterEvent::NodeRemoved { id, .. } => write().disks.remove(id),
             _ => {}
         }
