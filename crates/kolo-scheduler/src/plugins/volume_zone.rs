@@ -141,7 +141,7 @@ impl ClusterEventHandler for VolumeZone {
     }
 
     fn on_object(&self, event: &ObjectEvent<'_>) {
-        if matches!(event, ObjectEvent::Applied(_) | ObjectEvent::Removed(_)) {
+        if event.kind() == EventKinds::VOLUME {
             self.claims.write().unwrap_or_else(PoisonError::into_inner).on_object(event);
         }
     }

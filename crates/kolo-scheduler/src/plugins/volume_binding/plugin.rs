@@ -114,7 +114,7 @@ impl ClusterEventHandler for VolumeBinding {
     }
 
     fn on_object(&self, event: &ObjectEvent<'_>) {
-        if matches!(event, ObjectEvent::Applied(_) | ObjectEvent::Removed(_)) {
+        if event.kind() == EventKinds::VOLUME {
             self.claims.write().unwrap_or_else(PoisonError::into_inner).on_object(event);
         }
     }

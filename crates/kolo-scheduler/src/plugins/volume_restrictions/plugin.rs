@@ -212,7 +212,7 @@ impl ClusterEventHandler for VolumeRestrictions {
     }
 
     fn on_object(&self, event: &ObjectEvent<'_>) {
-        if matches!(event, ObjectEvent::Applied(_) | ObjectEvent::Removed(_)) {
+        if event.kind() == EventKinds::VOLUME {
             self.state.write().unwrap_or_else(PoisonError::into_inner).claims.on_object(event);
         }
     }
