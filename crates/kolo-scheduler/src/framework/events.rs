@@ -124,8 +124,11 @@ impl EventKinds {
     /// registers by default. The job-scheduling kinds above ([`QUOTA`],
     /// [`POD_GROUP`], [`RESERVATION`], [`POD_PENDING`]) wake only pods
     /// rejected by plugins that register them by name, so that a new
-    /// pending pod does not retry every unschedulable one.
+    /// pending pod does not retry every unschedulable one; so do
+    /// [`DISRUPTION_BUDGET`] and [`VOLUME`].
     ///
+    /// [`DISRUPTION_BUDGET`]: Self::DISRUPTION_BUDGET
+    /// [`VOLUME`]: Self::VOLUME
     /// [`QUOTA`]: Self::QUOTA
     /// [`POD_GROUP`]: Self::POD_GROUP
     /// [`RESERVATION`]: Self::RESERVATION
