@@ -28,7 +28,10 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::thread;
 
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod,
+};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kolo_api::crd::{
     ClusterColocationProfile, Device, ElasticQuota, NodeMetric, NodeSLO, PodGroup, PodMigrationJob,
@@ -78,6 +81,13 @@ pub struct Snapshot {
     pub elastic_quotas: Vec<ElasticQuota>,
     /// `scheduling.sigs.k8s.io` PodGroups.
     pub pod_groups: Vec<PodGroup>,
+    /// PodDisruptionBudgets (`policy/v1`; `policy/v1beta1` ones are read
+    /// into the same type, the fields kolo reads are the same).
+    pub pod_disruption_budgets: Vec<PodDisruptionBudget>,
+    /// PersistentVolumeClaims.
+    pub persistent_volume_claims: Vec<PersistentVolumeClaim>,
+    /// PersistentVolumes.
+    pub persistent_volumes: Vec<PersistentVolume>,
     /// Kinds that were present but that kolo does not use, with how many
     /// objects of each were skipped (`"apps/v1 Deployment" → 3`).
     pub skipped_kinds: BTreeMap<String, usize>,
@@ -228,6 +238,9 @@ impl Snapshot {
             + self.devices.len()
             + self.elastic_quotas.len()
             + self.pod_groups.len()
+            + self.pod_disruption_budgets.len()
+            + self.persistent_volume_claims.len()
+            + self.persistent_volumes.len()
     }
 
     /// Moves the objects of `parts` (in order) to the end of this
@@ -259,7 +272,10 @@ impl Snapshot {
             pod_migration_jobs,
             devices,
             elastic_quotas,
-            pod_groups
+            pod_groups,
+            pod_disruption_budgets,
+            persistent_volume_claims,
+            persistent_volumes
         );
         for part in parts {
             for (kind, count) in part.skipped_kinds {

@@ -413,6 +413,9 @@ mod tests {
                 "NodePorts",
                 "InterPodAffinity",
                 "NodeResourcesFit",
+                "VolumeRestrictions",
+                "VolumeBinding",
+                "VolumeZone",
                 "LoadAwareScheduling",
                 "NodeNUMAResource",
                 "PodTopologySpread",
@@ -445,22 +448,31 @@ mod tests {
         );
         // Every in-tree Filter plugin but InterPodAffinity,
         // PodTopologySpread, ElasticQuota (their verdicts read other nodes'
-        // pods) and Reservation (its Filter runs only for pods that must
-        // use a reservation) gives queueing hints; QueueSort and Bind plugins
-        // give none.
+        // pods), Reservation (its Filter runs only for pods that must
+        // use a reservation) and the three volume plugins (their verdicts
+        // read claims and volumes; their events are few) gives queueing
+        // hints; QueueSort and Bind plugins give none.
         let hinting: Vec<&str> = (0..profile.plugins.len())
             .filter(|&i| profile.hints[i].is_some())
             .map(|i| profile.plugin_name(i))
             .collect();
-        assert_eq!(hinting.len(), filters.len() - 4, "{hinting:?}");
+        assert_eq!(hinting.len(), filters.len() - 7, "{hinting:?}");
         assert!(!hinting.contains(&"InterPodAffinity"));
-        // The four opt out of the equivalence cache (it serves the pods
+        // The seven opt out of the equivalence cache (it serves the pods
         // they trivially pass); their results are cached only for those
         // pods, which no node update changes: node updates stay local.
         let no_equivalence: Vec<&str> = profile.no_equivalence.iter().map(|p| p.name()).collect();
         assert_eq!(
             no_equivalence,
-            ["InterPodAffinity", "PodTopologySpread", "Reservation", "ElasticQuota"]
+            [
+                "InterPodAffinity",
+                "VolumeRestrictions",
+                "VolumeBinding",
+                "VolumeZone",
+                "PodTopologySpread",
+                "Reservation",
+                "ElasticQuota"
+            ]
         );
         assert!(profile.local_node_updates);
     }

@@ -149,8 +149,8 @@ const FIELDS: &[(&str, Class)] = &[
     (
         "volumes",
         Partly(
-            "configMap, secret, emptyDir, hostPath, projected, downwardAPI, nfs, csi (inline) ... need nothing of the node; the sources below are refused",
-            "every_refused_field_fails_with_a_reason_naming_it",
+            "configMap, secret, emptyDir, hostPath, projected, downwardAPI, nfs, csi (inline) ... need nothing of the node; persistentVolumeClaim: VolumeBinding, VolumeZone, VolumeRestrictions (bound claims; others refused naming the claim); rbd, iscsi: VolumeRestrictions; the sources below are refused",
+            "every_refused_field_fails_with_a_reason_naming_it, claims_and_disks_go_to_the_volume_plugins, tests/volumes.rs",
         ),
     ),
 ];
@@ -168,11 +168,6 @@ const REFUSED: &[(&str, &str, &str)] = &[
         "containers",
         "containers: [{name: c, resources: {claims: [{name: gpu}]}}]",
         "spec.containers[].resources.claims",
-    ),
-    (
-        "volumes",
-        "volumes: [{name: d, persistentVolumeClaim: {claimName: data}}]",
-        "spec.volumes[].persistentVolumeClaim",
     ),
     (
         "volumes",
@@ -195,12 +190,6 @@ const REFUSED: &[(&str, &str, &str)] = &[
         "spec.volumes[].azureDisk",
     ),
     ("volumes", "volumes: [{name: d, cinder: {volumeID: vol}}]", "spec.volumes[].cinder"),
-    ("volumes", "volumes: [{name: d, rbd: {monitors: [m], image: i}}]", "spec.volumes[].rbd"),
-    (
-        "volumes",
-        "volumes: [{name: d, iscsi: {targetPortal: p, iqn: q, lun: 0}}]",
-        "spec.volumes[].iscsi",
-    ),
 ];
 
 /// A `PodSpec` with every field set: no `..Default::default()`, so a field
@@ -345,6 +334,34 @@ fn volumes_the_node_need_not_provide_are_accepted() {
     s.apply_pod(pod("p", spec), t(0)).unwrap();
     let report = s.schedule_next(t(0)).unwrap();
     assert!(matches!(report.outcome, Outcome::Scheduled { .. }), "{:?}", report.outcome);
+}
+
+/// The volume sources PlacementFieldGuard used to refuse and the volume
+/// plugins now honour: a claim reaches VolumeBinding (which refuses it
+/// here, naming it, as it does not exist), RBD and iSCSI disks are placed.
+#[test]
+fn claims_and_disks_go_to_the_volume_plugins() {
+    let mut s = scheduler();
+    s.apply_pod(pod("p", "volumes: [{name: d, persistentVolumeClaim: {claimName: data}}]"), t(0))
+        .unwrap();
+    let report = s.schedule_next(t(0)).unwrap();
+    let Outcome::Unschedulable { message, rejections, .. } = &report.outcome else {
+        panic!("{:?}", report.outcome);
+    };
+    assert!(message.contains("persistentvolumeclaim \"data\" not found"), "{message}");
+    assert_eq!(rejections[0].plugin, "VolumeBinding");
+    for (name, spec) in [
+        ("rbd", "volumes: [{name: d, rbd: {monitors: [m], image: i}}]"),
+        ("iscsi", "volumes: [{name: d, iscsi: {targetPortal: p, iqn: q, lun: 0}}]"),
+    ] {
+        s.apply_pod(pod(name, spec), t(0)).unwrap();
+        let report = s.schedule_next(t(0)).unwrap();
+        assert!(
+            matches!(report.outcome, Outcome::Scheduled { .. }),
+            "{name}: {:?}",
+            report.outcome
+        );
+    }
 }
 
 #[test]

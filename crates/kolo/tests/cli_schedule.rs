@@ -762,3 +762,82 @@ fn job_scheduling_in_a_snapshot() {
         json!({"pods": 9, "scheduled": 5, "unschedulable": 4, "skipped": 0})
     );
 }
+
+/// Two full 4-CPU nodes: a runs two koord-batch pods (5500, 2 CPU each),
+/// b a koord-mid pod (7500, 2 CPU) and two koord-free pods (3500, 1 CPU
+/// each); web (koord-prod, 9500, 2 CPU) waits. As in kolo-scheduler's
+/// `tests/preemption.rs`: preempting on b costs the two free pods (highest
+/// victim priority 3500), on a one batch pod (5500); kube's order prefers
+/// b, unless a PodDisruptionBudget makes evicting both free pods a
+/// violation, when the fewest violations come first and a wins.
+fn full_nodes_snapshot() -> String {
+    let mut yaml = String::new();
+    for node in ["a", "b"] {
+        yaml.push_str(&format!(
+            "---\napiVersion: v1\nkind: Node\nmetadata: {{name: {node}, labels: {{kubernetes.io/hostname: {node}}}}}\nstatus:\n  allocatable: {{cpu: '4', memory: 64Gi, pods: '110'}}\n"
+        ));
+    }
+    for (name, class, priority, cpu, node) in [
+        ("batch-1", "koord-batch", 5500, "2", Some("a")),
+        ("batch-2", "koord-batch", 5500, "2", Some("a")),
+        ("mid", "koord-mid", 7500, "2", Some("b")),
+        ("free-1", "koord-free", 3500, "1", Some("b")),
+        ("free-2", "koord-free", 3500, "1", Some("b")),
+        ("web", "koord-prod", 9500, "2", None),
+    ] {
+        let node = node.map(|n| format!("  nodeName: {n}\n")).unwrap_or_default();
+        yaml.push_str(&format!(
+            "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: ns, uid: u-{name}, labels: {{koordinator.sh/priority-class: {class}}}}}\nspec:\n  schedulerName: kolo-scheduler\n  priority: {priority}\n{node}  containers:\n  - name: c\n    resources:\n      requests: {{cpu: '{cpu}'}}\n"
+        ));
+    }
+    yaml
+}
+
+#[test]
+fn a_pod_disruption_budget_in_the_snapshot_moves_preemption() {
+    let nominated = |extra: Option<&str>| {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().join("cluster.yaml");
+        std::fs::write(&base, full_nodes_snapshot()).unwrap();
+        let base = base.display().to_string();
+        let mut args = vec!["schedule", "-o", "json", "--snapshot", &base];
+        if extra.is_some() {
+            args.extend(["--snapshot", "-"]);
+        }
+        let report = json(&kolo(&args, extra));
+        pod(&report, "ns/web")["message"].as_str().unwrap().to_string()
+    };
+    assert!(nominated(None).ends_with("(nominated node: b)"), "{}", nominated(None));
+    // One disruption allowed among the free pods (policy/v1beta1, as a
+    // Kubernetes 1.20 cluster serves it).
+    let budget = "apiVersion: policy/v1beta1\nkind: PodDisruptionBudget\nmetadata: {name: free, namespace: ns}\nspec: {selector: {matchLabels: {koordinator.sh/priority-class: koord-free}}}\nstatus: {disruptionsAllowed: 1, currentHealthy: 2, desiredHealthy: 1, expectedPods: 2}\n";
+    let with_budget = nominated(Some(budget));
+    assert!(with_budget.ends_with("(nominated node: a)"), "{with_budget}");
+    // The snapshot summary counts it.
+    let inspect = json(&kolo(&["snapshot", "inspect", "-o", "json", "-"], Some(budget)));
+    assert_eq!(inspect["objects"]["PodDisruptionBudget"], 1, "{inspect:#}");
+}
+
+#[test]
+fn claims_and_volumes_in_the_snapshot_place_pods() {
+    let mut yaml = String::new();
+    for node in ["a", "b"] {
+        yaml.push_str(&format!(
+            "---\napiVersion: v1\nkind: Node\nmetadata: {{name: {node}, labels: {{kubernetes.io/hostname: {node}}}}}\nstatus:\n  allocatable: {{cpu: '4', memory: 64Gi, pods: '110'}}\n"
+        ));
+    }
+    yaml.push_str("---\napiVersion: v1\nkind: PersistentVolume\nmetadata: {name: pv-b}\nspec:\n  nodeAffinity: {required: {nodeSelectorTerms: [{matchExpressions: [{key: kubernetes.io/hostname, operator: In, values: [b]}]}]}}\n");
+    yaml.push_str("---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: data, namespace: ns, annotations: {pv.kubernetes.io/bind-completed: 'yes'}}\nspec: {volumeName: pv-b}\n");
+    yaml.push_str("---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: fresh, namespace: ns}\nspec: {storageClassName: standard}\n");
+    for (name, claim) in [("db", "data"), ("waiter", "fresh")] {
+        yaml.push_str(&format!(
+            "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: ns}}\nspec:\n  schedulerName: kolo-scheduler\n  volumes: [{{name: v, persistentVolumeClaim: {{claimName: {claim}}}}}]\n  containers: [{{name: c}}]\n"
+        ));
+    }
+    let report = json(&kolo(&["schedule", "-o", "json", "--snapshot", "-"], Some(&yaml)));
+    assert_eq!(pod(&report, "ns/db")["node"], "b", "{report:#}");
+    assert_eq!(
+        pod(&report, "ns/waiter")["message"],
+        "0/2 nodes are available: persistentvolumeclaim \"fresh\" is not bound; kolo-scheduler does not bind volumes."
+    );
+}

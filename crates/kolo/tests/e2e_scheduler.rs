@@ -2,7 +2,10 @@
 //! to the node that load-aware scoring prefers (through `pods/binding`,
 //! with a `Scheduled` Event), gives a pod that fits nowhere a
 //! `FailedScheduling` Event and a `PodScheduled=False` condition with the
-//! explanation, and with two instances only the leader binds.
+//! explanation, with two instances only the leader binds, and a pod whose
+//! PersistentVolumeClaim is bound goes where the volume's node affinity
+//! says while one whose claim is not bound gets a `FailedScheduling` Event
+//! naming the claim (and is bound once the claim is).
 
 mod common;
 mod e2e_common;
@@ -12,8 +15,8 @@ use std::time::Duration;
 
 use common::{kubectl, run};
 use e2e_common::{
-    Daemon, TestObjects, component_args, create, events, get_json, node_of, pod, scheduler_config,
-    wait_for,
+    Daemon, TestObjects, component_args, create, create_node, events, get_json, node_of, patch,
+    pod, report_usage, scheduler_config, wait_for,
 };
 
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -135,4 +138,145 @@ fn with_two_instances_only_the_leader_binds() {
     create(&config, &pod("p4", &id, &id, &id, "1"));
     wait_for("p4 bound by the new leader", TIMEOUT, || node_of(&config, &id, "p4"));
     assert_eq!(bound(standby), 1, "new leader log:\n{}", standby.log());
+}
+
+/// Takes the `kubernetes.io/pv-protection` and `pvc-protection`
+/// finalizers (added by the API server's admission) off this test's
+/// volumes and claims: there is no controller in the test cluster to
+/// remove them, and their deletion would wait forever.
+struct Unprotect<'a> {
+    config: &'a Path,
+    id: String,
+}
+
+impl Drop for Unprotect<'_> {
+    fn drop(&mut self) {
+        let none = serde_json::json!({"metadata": {"finalizers": null}});
+        let selector = format!("kolo-test={}", self.id);
+        let lists = [
+            get_json(self.config, &["pv", "-l", &selector]),
+            get_json(self.config, &["pvc", "-n", &self.id]),
+        ];
+        for item in lists.iter().flatten().filter_map(|l| l["items"].as_array()).flatten() {
+            let name = item["metadata"]["name"].as_str().unwrap_or_default();
+            match item["metadata"]["namespace"].as_str() {
+                Some(ns) => patch(self.config, &["pvc", name, "-n", ns], &none),
+                None => patch(self.config, &["pv", name], &none),
+            }
+        }
+    }
+}
+
+/// A PersistentVolume `<id>-<suffix>` usable only on `node` (the
+/// API-only test cluster has no PersistentVolume controller: nothing binds
+/// or changes it).
+fn local_volume(config: &Path, id: &str, suffix: &str, node: &str) -> String {
+    let name = format!("{id}-{suffix}");
+    create(
+        config,
+        &serde_json::json!({
+            "apiVersion": "v1", "kind": "PersistentVolume",
+            "metadata": {"name": name, "labels": {"kolo-test": id}},
+            "spec": {
+                "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                "storageClassName": "", "local": {"path": "/mnt/data"},
+                "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                    {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}]}},
+            },
+        }),
+    );
+    name
+}
+
+/// A claim `name` in the namespace `id`, bound to `volume` as the
+/// PersistentVolume controller leaves a bound claim (`spec.volumeName` and
+/// the `bind-completed` annotation) when given.
+fn claim(config: &Path, id: &str, name: &str, volume: Option<&str>) {
+    let mut object = serde_json::json!({
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": id},
+        "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "",
+                 "resources": {"requests": {"storage": "1Gi"}}},
+    });
+    if let Some(volume) = volume {
+        object["metadata"]["annotations"] =
+            serde_json::json!({"pv.kubernetes.io/bind-completed": "yes"});
+        object["spec"]["volumeName"] = volume.into();
+    }
+    create(config, &object);
+}
+
+/// A pod of this test using the claim `claim`.
+fn pod_with_claim(id: &str, name: &str, claim: &str) -> serde_json::Value {
+    let mut p = pod(name, id, id, id, "1");
+    p["spec"]["volumes"] =
+        serde_json::json!([{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]);
+    p
+}
+
+#[test]
+fn bound_claims_place_pods_by_volume_and_unbound_ones_are_named() {
+    let Some(config) = common::kubeconfig("e2e_scheduler volumes") else { return };
+    let id = e2e_common::run_id("volumes");
+    let _cleanup = TestObjects {
+        config: &config,
+        id: id.clone(),
+        labelled: "nodes,nodemetrics,persistentvolumes",
+        namespaced: "events,persistentvolumeclaims",
+    };
+    // Dropped first: lets the cleanup delete the claims and volumes.
+    let _unprotect = Unprotect { config: &config, id: id.clone() };
+    // Nodes `<id>-big` (32 CPU) and `<id>-small` (8 CPU), 1 CPU in use on
+    // each: scores alone pick the big one; the volume lives on the small.
+    e2e_common::install_crds(&config);
+    run(kubectl(&config).args(["create", "namespace", &id]), None);
+    for (suffix, cpu) in [("big", "32"), ("small", "8")] {
+        let node = format!("{id}-{suffix}");
+        create_node(&config, &node, &id, cpu, "32Gi");
+        create(
+            &config,
+            &serde_json::json!({
+                "apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeMetric",
+                "metadata": {"name": node, "labels": {"kolo-test": id}}, "spec": {},
+            }),
+        );
+        report_usage(&config, &node, "1", "4Gi");
+    }
+    let small = format!("{id}-small");
+    let volume = local_volume(&config, &id, "pv", &small);
+    claim(&config, &id, "data", Some(&volume));
+    claim(&config, &id, "fresh", None);
+    let dir = tempfile::tempdir().unwrap();
+    let scheduler = scheduler(&config, dir.path(), &id, &["--leader-elect=false"]);
+
+    create(&config, &pod_with_claim(&id, "db", "data"));
+    create(&config, &pod_with_claim(&id, "waiter", "fresh"));
+    let node = wait_for("db to be bound", TIMEOUT, || node_of(&config, &id, "db"));
+    assert_eq!(node, small, "scheduler log:\n{}", scheduler.log());
+    let (_, _, message) = wait_for("the FailedScheduling Event", TIMEOUT, || {
+        events(&config, &id)
+            .into_iter()
+            .find(|(pod, reason, _)| pod == "waiter" && reason == "FailedScheduling")
+    });
+    assert!(
+        message.contains(
+            "persistentvolumeclaim \"fresh\" is not bound; kolo-scheduler does not bind volumes"
+        ),
+        "{message}"
+    );
+    assert_eq!(node_of(&config, &id, "waiter"), None);
+
+    // The claim is bound (as the PersistentVolume controller would, to a
+    // second volume on the small node): the watch wakes the pod.
+    let second = local_volume(&config, &id, "pv2", &small);
+    patch(
+        &config,
+        &["pvc", "fresh", "-n", &id],
+        &serde_json::json!({
+            "metadata": {"annotations": {"pv.kubernetes.io/bind-completed": "yes"}},
+            "spec": {"volumeName": second},
+        }),
+    );
+    let node = wait_for("waiter to be bound", TIMEOUT, || node_of(&config, &id, "waiter"));
+    assert_eq!(node, small, "scheduler log:\n{}", scheduler.log());
 }

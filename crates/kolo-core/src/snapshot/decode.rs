@@ -236,6 +236,20 @@ fn decode_typed(
         ("scheduling.koordinator.sh", "Device") => into.devices.push(typed!()),
         ("scheduling.sigs.k8s.io", "ElasticQuota") => into.elastic_quotas.push(typed!()),
         ("scheduling.sigs.k8s.io", "PodGroup") => into.pod_groups.push(typed!()),
+        ("", "PersistentVolumeClaim") => into.persistent_volume_claims.push(typed!()),
+        ("", "PersistentVolume") => into.persistent_volumes.push(typed!()),
+        ("policy", "PodDisruptionBudget") if api_version == "policy/v1" => {
+            into.pod_disruption_budgets.push(typed!());
+        }
+        ("policy", "PodDisruptionBudget") => {
+            // `policy/v1beta1` (Kubernetes before 1.21): the same fields,
+            // read as `policy/v1`.
+            let mut value: Value = typed!();
+            value["apiVersion"] = "policy/v1".into();
+            let budget = serde_path_to_error::deserialize(value)
+                .map_err(|e| object_error(&header, e.path().to_string(), e.inner().to_string()))?;
+            into.pod_disruption_budgets.push(budget);
+        }
         _ => {
             let skipped = if api_version.is_empty() {
                 kind.to_string()

@@ -155,6 +155,9 @@ impl Summary {
             ("Device", snapshot.devices.len()),
             ("ElasticQuota", snapshot.elastic_quotas.len()),
             ("PodGroup", snapshot.pod_groups.len()),
+            ("PodDisruptionBudget", snapshot.pod_disruption_budgets.len()),
+            ("PersistentVolumeClaim", snapshot.persistent_volume_claims.len()),
+            ("PersistentVolume", snapshot.persistent_volumes.len()),
         ]);
 
         Summary {

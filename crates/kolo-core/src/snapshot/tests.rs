@@ -415,3 +415,29 @@ fn newest_metric_update_is_the_newest_node_metric_update_time() {
         assert_eq!(snapshot.newest_metric_update(), want, "{metrics:?}");
     }
 }
+
+#[test]
+fn budgets_of_both_versions_claims_and_volumes_are_kept() {
+    let budget = |version: &str| {
+        format!(
+            "apiVersion: policy/{version}\nkind: PodDisruptionBudget\nmetadata: {{name: b, namespace: ns}}\nspec: {{selector: {{matchLabels: {{app: web}}}}, minAvailable: 1}}\nstatus: {{disruptionsAllowed: 2, currentHealthy: 3, desiredHealthy: 1, expectedPods: 3}}\n"
+        )
+    };
+    let text = format!(
+        "{}---\n{}---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {{name: data, namespace: ns}}\nspec: {{volumeName: pv}}\n---\napiVersion: v1\nkind: PersistentVolume\nmetadata: {{name: pv}}\nspec: {{capacity: {{storage: 1Gi}}}}\n",
+        budget("v1"),
+        budget("v1beta1")
+    );
+    let s = snapshot(&text);
+    assert_eq!(s.pod_disruption_budgets.len(), 2);
+    for b in &s.pod_disruption_budgets {
+        assert_eq!(b.status.as_ref().map(|s| s.disruptions_allowed), Some(2));
+    }
+    assert_eq!(s.persistent_volume_claims[0].metadata.name.as_deref(), Some("data"));
+    assert_eq!(s.persistent_volumes[0].metadata.name.as_deref(), Some("pv"));
+    assert_eq!((s.object_count(), s.skipped_kinds.len()), (4, 0));
+    // A field of the wrong type is named, in either version.
+    let bad = budget("v1beta1").replace("disruptionsAllowed: 2", "disruptionsAllowed: many");
+    let message = error(&bad);
+    assert!(message.contains("status.disruptionsAllowed"), "{message}");
+}

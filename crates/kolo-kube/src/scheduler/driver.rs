@@ -13,7 +13,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kolo_api::crd::{ElasticQuota, NodeMetric, PodGroup, Reservation};
 use kolo_core::clock::Timestamp;
@@ -53,6 +53,10 @@ pub enum Update {
     Reservation(Box<Change<Reservation>>),
     /// A PodDisruptionBudget changed (read as `policy/v1`).
     Budget(Box<Change<PodDisruptionBudget>>),
+    /// A PersistentVolumeClaim changed.
+    Claim(Box<Change<PersistentVolumeClaim>>),
+    /// A PersistentVolume changed.
+    Volume(Box<Change<PersistentVolume>>),
     /// Writing this Reservation's status failed: the next change retries.
     ReservationWriteFailed(String),
     /// The CRD of this kind is not installed: schedule as if there were
@@ -67,7 +71,7 @@ pub enum Update {
 
 /// The kinds whose first list the scheduler waits for before it decides
 /// anything (a CRD that is not installed counts as listed, empty).
-const SYNCED_KINDS: [&str; 7] = [
+const SYNCED_KINDS: [&str; 9] = [
     "nodes",
     "pods",
     "nodemetrics",
@@ -75,6 +79,8 @@ const SYNCED_KINDS: [&str; 7] = [
     "podgroups",
     "reservations",
     "poddisruptionbudgets",
+    "persistentvolumeclaims",
+    "persistentvolumes",
 ];
 
 /// The index in [`SYNCED_KINDS`] of a scheduling object's kind.
@@ -84,6 +90,8 @@ fn synced_index(kind: ObjectKind) -> usize {
         ObjectKind::PodGroup => 4,
         ObjectKind::Reservation => 5,
         ObjectKind::PodDisruptionBudget => 6,
+        ObjectKind::PersistentVolumeClaim => 7,
+        ObjectKind::PersistentVolume => 8,
     }
 }
 
@@ -274,6 +282,16 @@ impl SchedulingThread {
                 *change,
                 ObjectKind::PodDisruptionBudget,
                 SchedulingObject::PodDisruptionBudget,
+            ),
+            Update::Claim(change) => self.object(
+                *change,
+                ObjectKind::PersistentVolumeClaim,
+                SchedulingObject::PersistentVolumeClaim,
+            ),
+            Update::Volume(change) => self.object(
+                *change,
+                ObjectKind::PersistentVolume,
+                SchedulingObject::PersistentVolume,
             ),
             Update::ReservationWriteFailed(name) => self.reservations.write_failed(&name),
             Update::CrdMissing(kind) => self.synced(synced_index(kind)),

@@ -4,7 +4,7 @@ use std::fmt::Debug;
 use std::sync::mpsc::Sender;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kolo_api::crd::{ElasticQuota, NodeMetric, PodGroup, Reservation};
 use kolo_scheduler::framework::ObjectKind;
@@ -65,6 +65,48 @@ pub fn spawn_watchers(client: &Client, updates: &Sender<Update>) {
         Some(ObjectKind::Reservation),
     );
     spawn_budgets(client.clone(), updates.clone());
+    spawn_if_allowed::<PersistentVolumeClaim>(
+        Api::all(client.clone()),
+        updates.clone(),
+        |c| Some(Update::Claim(Box::new(c))),
+        ObjectKind::PersistentVolumeClaim,
+    );
+    spawn_if_allowed::<PersistentVolume>(
+        Api::all(client.clone()),
+        updates.clone(),
+        |c| Some(Update::Volume(Box::new(c))),
+        ObjectKind::PersistentVolume,
+    );
+}
+
+/// Watches a core kind the scheduler can do without (claims and volumes:
+/// VolumeBinding then finds no claim and refuses pods that have one,
+/// naming it). A server refusing the list (RBAC without the rule, an old
+/// ClusterRole) counts as listed, empty, with a warning, rather than
+/// keeping every pod from being scheduled.
+fn spawn_if_allowed<K>(
+    api: Api<K>,
+    updates: Sender<Update>,
+    wrap: fn(Change<K>) -> Option<Update>,
+    kind: ObjectKind,
+) where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + 'static,
+{
+    tokio::spawn(async move {
+        let probe = api.list_metadata(&ListParams::default().limit(1)).await;
+        if let Err(kube::Error::Api(s)) = &probe
+            && s.code == 403
+        {
+            let plural = K::plural(&()).to_string();
+            tracing::warn!(
+                "not allowed to list {plural}: pods using PersistentVolumeClaims stay \
+                 unschedulable (grant get/list/watch on {plural} to fix)"
+            );
+            let _ = updates.send(Update::CrdMissing(kind));
+            return;
+        }
+        spawn(api, updates, wrap, None);
+    });
 }
 
 /// Watches PodDisruptionBudgets for preemption: `policy/v1` where the

@@ -117,12 +117,18 @@ impl EventKinds {
     pub const POD_PENDING: EventKinds = EventKinds(1 << 9);
     /// A PodDisruptionBudget was created, changed or deleted.
     pub const DISRUPTION_BUDGET: EventKinds = EventKinds(1 << 10);
+    /// A PersistentVolumeClaim or PersistentVolume was created, changed or
+    /// deleted (a claim bound, a volume's node affinity set).
+    pub const VOLUME: EventKinds = EventKinds(1 << 11);
     /// Every change of nodes, assigned pods and NodeMetrics: what a plugin
     /// registers by default. The job-scheduling kinds above ([`QUOTA`],
     /// [`POD_GROUP`], [`RESERVATION`], [`POD_PENDING`]) wake only pods
     /// rejected by plugins that register them by name, so that a new
-    /// pending pod does not retry every unschedulable one.
+    /// pending pod does not retry every unschedulable one; so do
+    /// [`DISRUPTION_BUDGET`] and [`VOLUME`].
     ///
+    /// [`DISRUPTION_BUDGET`]: Self::DISRUPTION_BUDGET
+    /// [`VOLUME`]: Self::VOLUME
     /// [`QUOTA`]: Self::QUOTA
     /// [`POD_GROUP`]: Self::POD_GROUP
     /// [`RESERVATION`]: Self::RESERVATION

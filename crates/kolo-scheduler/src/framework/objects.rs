@@ -1,6 +1,8 @@
 //! Scheduling objects besides nodes, pods and NodeMetrics: the CRDs job
 //! scheduling reads (ElasticQuota, PodGroup, Reservation), the
-//! PodDisruptionBudgets preemption reads, and the pending pods themselves, as plugins that keep state from them receive them.
+//! PodDisruptionBudgets preemption reads, the PersistentVolumeClaims and
+//! PersistentVolumes the volume plugins read, and the pending pods
+//! themselves, as plugins that keep state from them receive them.
 //!
 //! The framework only passes these along ([`ClusterEventHandler::on_object`]
 //! and the queue's wake-ups); what they mean is the plugins' business.
@@ -9,6 +11,7 @@
 
 use std::sync::Arc;
 
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kolo_api::crd::{ElasticQuota, PodGroup, Reservation};
 
@@ -28,6 +31,10 @@ pub enum SchedulingObject {
     /// on clusters that serve only that, the fields preemption reads are
     /// the same).
     PodDisruptionBudget(Arc<PodDisruptionBudget>),
+    /// A `PersistentVolumeClaim` (`v1`).
+    PersistentVolumeClaim(Arc<PersistentVolumeClaim>),
+    /// A `PersistentVolume` (`v1`; cluster-scoped).
+    PersistentVolume(Arc<PersistentVolume>),
 }
 
 /// Which kind of [`SchedulingObject`].
@@ -41,6 +48,10 @@ pub enum ObjectKind {
     Reservation,
     /// `PodDisruptionBudget`.
     PodDisruptionBudget,
+    /// `PersistentVolumeClaim`.
+    PersistentVolumeClaim,
+    /// `PersistentVolume` (cluster-scoped: its namespace is empty).
+    PersistentVolume,
 }
 
 impl ObjectKind {
@@ -51,6 +62,7 @@ impl ObjectKind {
             ObjectKind::PodGroup => EventKinds::POD_GROUP,
             ObjectKind::Reservation => EventKinds::RESERVATION,
             ObjectKind::PodDisruptionBudget => EventKinds::DISRUPTION_BUDGET,
+            ObjectKind::PersistentVolumeClaim | ObjectKind::PersistentVolume => EventKinds::VOLUME,
         }
     }
 }
@@ -73,6 +85,8 @@ impl SchedulingObject {
             SchedulingObject::PodGroup(_) => ObjectKind::PodGroup,
             SchedulingObject::Reservation(_) => ObjectKind::Reservation,
             SchedulingObject::PodDisruptionBudget(_) => ObjectKind::PodDisruptionBudget,
+            SchedulingObject::PersistentVolumeClaim(_) => ObjectKind::PersistentVolumeClaim,
+            SchedulingObject::PersistentVolume(_) => ObjectKind::PersistentVolume,
         }
     }
 
@@ -83,6 +97,8 @@ impl SchedulingObject {
             SchedulingObject::PodGroup(g) => &g.metadata,
             SchedulingObject::Reservation(r) => &r.metadata,
             SchedulingObject::PodDisruptionBudget(b) => &b.metadata,
+            SchedulingObject::PersistentVolumeClaim(c) => &c.metadata,
+            SchedulingObject::PersistentVolume(v) => &v.metadata,
         };
         let name = meta.name.as_deref().unwrap_or_default();
         let key = match meta.namespace.as_deref() {

@@ -21,6 +21,9 @@ pub mod priority_sort;
 pub mod reservation;
 pub mod taint_toleration;
 pub mod tolerations;
+pub mod volume_binding;
+pub mod volume_restrictions;
+pub mod volume_zone;
 
 use crate::profile::DefaultPlugin;
 use crate::registry::Registry;
@@ -48,6 +51,9 @@ pub fn registry() -> Registry {
         .register(node_ports::NAME, node_ports::NodePorts::build)
         .register(balanced_allocation::NAME, balanced_allocation::BalancedAllocation::build)
         .register(image_locality::NAME, image_locality::ImageLocality::build)
+        .register(volume_restrictions::NAME, volume_restrictions::VolumeRestrictions::build)
+        .register(volume_binding::NAME, volume_binding::VolumeBinding::build)
+        .register(volume_zone::NAME, volume_zone::VolumeZone::build)
         .register(reservation::NAME, reservation::ReservationPlugin::build)
         .register(elastic_quota::NAME, elastic_quota::ElasticQuota::build)
         .register(
@@ -71,6 +77,11 @@ pub const DEFAULT_PLUGINS: &[DefaultPlugin] = &[
     DefaultPlugin { name: node_ports::NAME, weight: 1 },
     DefaultPlugin { name: inter_pod_affinity::NAME, weight: 2 },
     DefaultPlugin { name: node_resources_fit::NAME, weight: 1 },
+    // kube-scheduler's order: after NodeResourcesFit (VolumeBinding's
+    // score is behind an alpha gate there and not implemented here).
+    DefaultPlugin { name: volume_restrictions::NAME, weight: 1 },
+    DefaultPlugin { name: volume_binding::NAME, weight: 1 },
+    DefaultPlugin { name: volume_zone::NAME, weight: 1 },
     DefaultPlugin { name: load_aware::plugin::NAME, weight: 1 },
     DefaultPlugin { name: node_numa_resource::plugin::NAME, weight: 1 },
     DefaultPlugin { name: pod_topology_spread::NAME, weight: 2 },

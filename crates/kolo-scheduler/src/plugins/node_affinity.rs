@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{NodeSelectorRequirement, NodeSelectorTerm, Pod};
+use k8s_openapi::api::core::v1::{NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod};
 
 use crate::framework::{
     CycleContext, CycleState, EventKinds, ExtensionPoints, Filter, NodeInfo, Plugin, PodInfo,
@@ -127,6 +127,14 @@ pub fn required(pod: &Pod) -> Required {
         .and_then(|a| a.required_during_scheduling_ignored_during_execution.as_ref())
         .map(|sel| sel.node_selector_terms.iter().map(compile_term).collect());
     Required { selector, terms }
+}
+
+/// A `NodeSelector` alone (a PersistentVolume's
+/// `spec.nodeAffinity.required`), compiled with the rules of required node
+/// affinity: terms ORed, an empty term or no term matches no node.
+pub fn required_of_selector(selector: &NodeSelector) -> Required {
+    let terms = selector.node_selector_terms.iter().map(compile_term).collect();
+    Required { selector: Vec::new(), terms: Some(terms) }
 }
 
 fn preferred(pod: &Pod) -> Preferred {

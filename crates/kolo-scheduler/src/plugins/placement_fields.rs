@@ -12,8 +12,13 @@
 //! | --- | --- |
 //! | `schedulingGates` | kube-scheduler does not try a gated pod at all |
 //! | `resourceClaims`, `containers[].resources.claims` | dynamic resource allocation is not implemented |
-//! | `volumes[].persistentVolumeClaim`, `.ephemeral` | volume binding (VolumeBinding, VolumeZone) is not implemented |
-//! | `volumes[].gcePersistentDisk`, `.awsElasticBlockStore`, `.azureDisk`, `.cinder`, `.rbd`, `.iscsi` | attach limits and disk conflicts (NodeVolumeLimits, VolumeRestrictions) are not implemented |
+//! | `volumes[].ephemeral` | generic ephemeral volumes need a claim created and bound for the pod; kolo-scheduler binds no volume |
+//! | `volumes[].gcePersistentDisk`, `.awsElasticBlockStore`, `.azureDisk`, `.cinder` | attach limits (NodeVolumeLimits) are not implemented |
+//!
+//! `volumes[].persistentVolumeClaim` goes to VolumeBinding, VolumeZone and
+//! VolumeRestrictions (bound claims only: the others are refused there,
+//! naming the claim); `.rbd` and `.iscsi` to VolumeRestrictions' disk
+//! conflicts (kube-scheduler counts no attach limit for them).
 //!
 //! A refused pod waits: no cluster event helps it (`events_to_register` is
 //! empty); an update of the pod (a gate removed) queues it again.
@@ -42,19 +47,16 @@ pub const GATED: &str = "waiting for schedulingGates";
 type RefusedVolume = (&'static str, fn(&Volume) -> bool, &'static str);
 
 const REFUSED_VOLUMES: &[RefusedVolume] = &[
-    ("persistentVolumeClaim", |v| v.persistent_volume_claim.is_some(), BINDING),
     ("ephemeral", |v| v.ephemeral.is_some(), BINDING),
     ("gcePersistentDisk", |v| v.gce_persistent_disk.is_some(), LIMITS),
     ("awsElasticBlockStore", |v| v.aws_elastic_block_store.is_some(), LIMITS),
     ("azureDisk", |v| v.azure_disk.is_some(), LIMITS),
     ("cinder", |v| v.cinder.is_some(), LIMITS),
-    ("rbd", |v| v.rbd.is_some(), LIMITS),
-    ("iscsi", |v| v.iscsi.is_some(), LIMITS),
 ];
 
-const BINDING: &str = "volume binding is not implemented by kolo-scheduler";
-const LIMITS: &str =
-    "volume attach limits and disk conflicts are not implemented by kolo-scheduler";
+const BINDING: &str =
+    "generic ephemeral volumes need volume binding, which kolo-scheduler does not do";
+const LIMITS: &str = "volume attach limits are not implemented by kolo-scheduler";
 
 /// See the module documentation.
 #[derive(Debug, Default)]
@@ -167,7 +169,14 @@ mod tests {
                 format!(
                     "{c}, volumes: [{{name: a, emptyDir: {{}}}}, {{name: d, persistentVolumeClaim: {{claimName: data}}}}]"
                 ),
-                Some(format!("spec.volumes[].persistentVolumeClaim: {BINDING}")),
+                // Bound claims are placed by VolumeBinding and VolumeZone.
+                None,
+            ),
+            (
+                format!(
+                    "{c}, volumes: [{{name: e, ephemeral: {{volumeClaimTemplate: {{spec: {{}}}}}}}}]"
+                ),
+                Some(format!("spec.volumes[].ephemeral: {BINDING}")),
             ),
             (
                 format!(
@@ -177,7 +186,12 @@ mod tests {
             ),
             (
                 format!("{c}, volumes: [{{name: d, rbd: {{monitors: [m], image: i}}}}]"),
-                Some(format!("spec.volumes[].rbd: {LIMITS}")),
+                // Disk conflicts: VolumeRestrictions.
+                None,
+            ),
+            (
+                format!("{c}, volumes: [{{name: d, awsElasticBlockStore: {{volumeID: v}}}}]"),
+                Some(format!("spec.volumes[].awsElasticBlockStore: {LIMITS}")),
             ),
             (
                 format!("{c}, runtimeClassName: kata"),

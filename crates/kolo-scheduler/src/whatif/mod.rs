@@ -1,9 +1,10 @@
 //! What-if scheduling (`kolo schedule`): what would kolo's scheduler do with
 //! the pending pods of a snapshot?
 //!
-//! The snapshot's nodes, NodeMetrics and assigned pods are fed to the real
-//! scheduler (the same [`Scheduler`] the `kolo scheduler` component runs,
-//! with an [`InMemoryBinder`]); every pending pod of one of the configured
+//! The snapshot's nodes, NodeMetrics, assigned pods, job-scheduling objects,
+//! PodDisruptionBudgets, PersistentVolumeClaims and PersistentVolumes are
+//! fed to the real scheduler (the same [`Scheduler`] the `kolo scheduler`
+//! component runs, with an [`InMemoryBinder`]); every pending pod of one of the configured
 //! profiles then gets exactly one scheduling cycle, in queue order, and the
 //! report says where each pod went and why.
 
@@ -191,6 +192,17 @@ pub fn schedule(
     }
     for reservation in snapshot.reservations {
         apply_reservation(&mut scheduler, Arc::new(reservation), now)?;
+    }
+    // Budgets (preemption), claims and volumes (the volume plugins), as the
+    // `kolo scheduler` component watches them.
+    for budget in snapshot.pod_disruption_budgets {
+        scheduler.apply_object(SchedulingObject::PodDisruptionBudget(Arc::new(budget)), now);
+    }
+    for claim in snapshot.persistent_volume_claims {
+        scheduler.apply_object(SchedulingObject::PersistentVolumeClaim(Arc::new(claim)), now);
+    }
+    for volume in snapshot.persistent_volumes {
+        scheduler.apply_object(SchedulingObject::PersistentVolume(Arc::new(volume)), now);
     }
     let mut skipped = 0;
     let mut pending = Vec::new();
