@@ -187,6 +187,8 @@ pub struct Agent<S> {
     last_node: Option<NodeSample>,
     scratch: Vec<f32>,
     stats: AgentStats,
+    /// What `kolo doctor` found at start-up, for `/metrics`.
+    doctor: Option<crate::doctor::Report>,
 }
 
 impl<S: PodSource> Agent<S> {
@@ -241,6 +243,7 @@ impl<S: PodSource> Agent<S> {
             last_node: None,
             scratch: Vec::new(),
             stats: AgentStats::default(),
+            doctor: None,
             config,
         })
     }
@@ -664,6 +667,17 @@ impl<S: PodSource> Agent<S> {
     /// the agent knows it and could build it.
     pub fn pod_state(&self, uid: &str) -> Option<&PodState> {
         self.pod_states.iter().find(|p| p.pod.id.uid == uid)
+    }
+
+    /// Keeps what `kolo doctor` found at start-up, so `/metrics` shows
+    /// which QoS features this node allows.
+    pub fn set_doctor(&mut self, report: crate::doctor::Report) {
+        self.doctor = Some(report);
+    }
+
+    /// What `kolo doctor` found at start-up, if it ran.
+    pub fn doctor(&self) -> Option<&crate::doctor::Report> {
+        self.doctor.as_ref()
     }
 
     /// The state of the pod running the container with runtime id `id`

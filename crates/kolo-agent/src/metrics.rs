@@ -24,6 +24,16 @@ struct PodLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FeatureLabels {
+    feature: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StatusLabels {
+    status: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ContainerLabels {
     namespace: String,
     pod: String,
@@ -87,6 +97,9 @@ pub fn encode<S: PodSource>(agent: &Agent<S>) -> String {
             node.memory_bytes as f64,
         );
     }
+    if let Some(report) = agent.doctor() {
+        encode_doctor(&mut registry, report);
+    }
     let pod_cpu = Family::<PodLabels, FloatGauge>::default();
     let pod_memory = Family::<PodLabels, FloatGauge>::default();
     let container_cpu = Family::<ContainerLabels, FloatGauge>::default();
@@ -126,4 +139,25 @@ pub fn encode<S: PodSource>(agent: &Agent<S>) -> String {
     // Writing into a String cannot fail.
     let _ = prometheus_client::encoding::text::encode(&mut text, &registry);
     text
+}
+
+/// What `kolo doctor` found at start-up: each QoS feature on (1) or off
+/// (0) on this node, and the checks by status.
+fn encode_doctor(registry: &mut Registry, report: &crate::doctor::Report) {
+    let features = Family::<FeatureLabels, Gauge>::default();
+    for f in &report.features {
+        features.get_or_create(&FeatureLabels { feature: f.name.clone() }).set(i64::from(f.on));
+    }
+    registry.register(
+        "qos_feature_enabled",
+        "Whether the node's kernel and cgroups allow this QoS feature (kolo doctor at start-up)",
+        features,
+    );
+    let checks = Family::<StatusLabels, Gauge>::default();
+    for c in &report.checks {
+        let status =
+            serde_json::to_value(c.status).ok().and_then(|v| v.as_str().map(str::to_string));
+        checks.get_or_create(&StatusLabels { status: status.unwrap_or_default() }).inc();
+    }
+    registry.register("doctor_checks", "kolo doctor's checks at start-up, by status", checks);
 }

@@ -36,6 +36,7 @@ pub fn run(args: &Args, out: &mut impl Write) -> Result<bool, CliError> {
         kubelet_root: args.kubelet_cgroup_root.clone(),
         proc: args.proc_root.clone(),
         sys: args.sys_root.clone(),
+        may_create: true,
     };
     let report = Report::from_facts(&probe(&roots));
     match args.output {

@@ -179,6 +179,10 @@ fn serves_metrics_while_running() {
     assert!(body.contains("kolo_agent_leader 1"), "{body}");
     assert_eq!(body.matches("# EOF").count(), 1, "{body}");
     assert!(body.trim_end().ends_with("# EOF"), "{body}");
+    // kolo doctor at start-up: BE isolation is on everywhere; the checks
+    // are counted by status.
+    assert!(body.contains("kolo_agent_qos_feature_enabled{feature=\"beIsolation\"} 1"), "{body}");
+    assert!(body.contains("kolo_agent_doctor_checks{status=\"ok\"}"), "{body}");
     let spin = sample(body, "kolo_agent_pod_cpu_usage_cores", "spinner");
     assert!((0.6..=1.2).contains(&spin), "spinner {spin}");
     assert!(

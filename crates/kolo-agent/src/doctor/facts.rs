@@ -23,6 +23,10 @@ pub struct Roots {
     pub proc: PathBuf,
     /// `/sys`.
     pub sys: PathBuf,
+    /// Whether it may create (and remove) a cgroup of its own to look at
+    /// the kernel's files where no kubepods cgroup shows them (not in a
+    /// dry run).
+    pub may_create: bool,
 }
 
 impl Default for Roots {
@@ -32,6 +36,7 @@ impl Default for Roots {
             kubelet_root: String::new(),
             proc: "/proc".into(),
             sys: "/sys".into(),
+            may_create: true,
         }
     }
 }
@@ -119,6 +124,13 @@ fn probe_cgroups(roots: &Roots) -> Result<CgroupFacts, String> {
         // The kubelet's own directory: what the agent will see. The trap is
         // not tried there (it would change the node's kubepods cgroup).
         (look(&layout, &kubepods), None, format!("the kubelet's {}", kubepods.as_path().display()))
+    } else if !roots.may_create {
+        (
+            PROBED.iter().map(|r| (*r, None)).collect(),
+            None,
+            "nowhere: no kubepods cgroup, and creating one of its own was not allowed (dry run)"
+                .into(),
+        )
     } else {
         match TempCgroup::create(&layout) {
             Ok(temp) => {

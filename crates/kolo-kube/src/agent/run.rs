@@ -83,7 +83,9 @@ pub fn run(config: AgentRun) -> Result<(), AgentRunError> {
     let dry_run = config.agent.dry_run;
     let node = config.agent.node_name.clone();
     let sys_root = config.agent.sys_root.clone();
-    let agent = Arc::new(Mutex::new(build_agent(config.agent.clone(), &config.source)?));
+    let mut built = build_agent(config.agent.clone(), &config.source)?;
+    built.set_doctor(doctor_at_start(&config.agent));
+    let agent = Arc::new(Mutex::new(built));
     let health = agent_health(&agent);
     if let Some(addr) = config.listen {
         let bound = crate::health::serve_on_thread(addr, Arc::clone(&health))?;
@@ -179,4 +181,30 @@ fn sink(
     }
     let evictor = evictor.unwrap_or_else(|| Box::new(KillEvictor::new(Arc::clone(&cgroups))));
     Box::new(CgroupSink::new(cgroups, evictor))
+}
+
+/// `kolo doctor` on this node at start-up: every check that is not ok is
+/// logged (a warning, or an error for a failure), every QoS feature with
+/// whether the node allows it; the report goes to `/metrics`.
+fn doctor_at_start(agent: &kolo_agent::agent::AgentConfig) -> kolo_agent::doctor::Report {
+    use kolo_agent::doctor::{Report, Roots, Status, probe};
+    let roots = Roots {
+        cgroup: agent.cgroups.root.clone(),
+        kubelet_root: agent.cgroups.kubelet_root.clone(),
+        proc: agent.proc_root.clone(),
+        sys: agent.sys_root.clone(),
+        may_create: !agent.dry_run,
+    };
+    let report = Report::from_facts(&probe(&roots));
+    for c in &report.checks {
+        match c.status {
+            Status::Fail => tracing::error!(check = %c.name, detail = %c.detail, "kolo doctor"),
+            Status::Warn => tracing::warn!(check = %c.name, detail = %c.detail, "kolo doctor"),
+            Status::Ok | Status::Info => {}
+        }
+    }
+    for f in &report.features {
+        tracing::info!(feature = %f.name, on = f.on, how = %f.why, "QoS feature on this node");
+    }
+    report
 }
