@@ -122,7 +122,13 @@ fn the_image_runs_kolo_version_in_containerd() {
     assert!(listed.lines().any(|l| l == image), "imported as {listed:?}, want {image}");
 
     let id = format!("kolo-version-{}", std::process::id());
-    let out = ctr.ok(&["run", &image, &id, "/kolo", "version"]);
+    // Under the test containerd's own cgroup root, which scripts/cluster
+    // removes when it stops it (by default ctr would leave
+    // /<namespace>/<id> cgroups behind on the host).
+    let root =
+        std::env::var("KOLO_TEST_CRI_CGROUP_ROOT").unwrap_or_else(|_| "/kolo-image-test".into());
+    let cgroup = format!("{}/{id}", root.trim_end_matches('/'));
+    let out = ctr.ok(&["run", "--cgroup", &cgroup, &image, &id, "/kolo", "version"]);
     assert_eq!(out.trim(), format!("kolo {version}"), "kolo version in the image");
     // It ran as the image's user, not root.
     let info: serde_json::Value =
