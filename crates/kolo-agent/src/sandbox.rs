@@ -75,8 +75,10 @@ pub enum Workload {
     SpinOnResume,
     /// `sleep`: nothing.
     Sleep,
-    /// Python allocating and touching `mib` MiB of anonymous memory, then
-    /// sleeping; without python (a VM's initramfs), the shell holding a
+    /// Python allocating and touching `mib` MiB of anonymous memory,
+    /// locking it in RAM (a machine with swap may otherwise swap the
+    /// sleeping holder out, and its cgroup's usage falls), then sleeping;
+    /// without python (a VM's initramfs), the shell holding a
     /// string of `mib` MiB (a little more than `mib` MiB resident).
     Memory {
         /// MiB to allocate.
@@ -310,7 +312,7 @@ impl TestCgroups {
                 cmd.env("KOLO_PY", python).env(
                     "KOLO_PY_CODE",
                     format!(
-                        "import sys, time\nb = b'\\x01' * ({mib} << 20)\nsys.stdout.write('ready\\n')\nsys.stdout.flush()\ntime.sleep(3600)\n"
+                        "import sys, time\nb = b'\\x01' * ({mib} << 20)\n{MLOCK}sys.stdout.write('ready\\n')\nsys.stdout.flush()\ntime.sleep(3600)\n"
                     ),
                 );
                 r#"exec "$KOLO_PY" -c "$KOLO_PY_CODE""#.to_string()
@@ -616,6 +618,10 @@ fn python() -> Option<&'static str> {
     })
     .as_deref()
 }
+
+/// Python lines locking the memory allocated so far (`mlockall(MCL_CURRENT)`),
+/// warning on stderr where that fails (no ctypes, no `CAP_IPC_LOCK`).
+const MLOCK: &str = "try:\n    import ctypes, os\n    if ctypes.CDLL(None, use_errno=True).mlockall(1) != 0:\n        raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))\nexcept Exception as e:\n    sys.stderr.write('kolo sandbox: the memory is not locked (%s); swap may shrink it\\n' % e)\n";
 
 /// Whether [`Workload::Memory`] can run here.
 pub fn have_python() -> bool {

@@ -3,6 +3,7 @@
 //! naming them, and the agent binary run as a user would. Skips loudly
 //! without root or cgroup v1.
 
+use kolo_agent::cgroup::Subsystem;
 use kolo_agent::sandbox::{TestCgroups, Workload, have_python, pods_file, skip};
 use kolo_api::QoSClass;
 use kolo_api::kube_qos::KubeQoSClass;
@@ -14,6 +15,8 @@ use common::run_kolo;
 struct Setup {
     sandbox: TestCgroups,
     pods: std::path::PathBuf,
+    /// The holder pod's cgroup (relative).
+    holder: String,
     _dir: tempfile::TempDir,
 }
 
@@ -30,18 +33,22 @@ fn setup(test: &str) -> Option<Setup> {
         return None;
     }
     let mut refs = Vec::new();
+    let mut holder = String::new();
     for (n, name, workload) in
         [(1, "spinner", Workload::Spin), (2, "holder", Workload::Memory { mib: 64 })]
     {
         let (p, rel) =
             sandbox.add_single_container_pod(n, name, QoSClass::LS, KubeQoSClass::Burstable);
         sandbox.spawn(&rel, workload).expect("workload starts");
+        if name == "holder" {
+            holder = rel;
+        }
         refs.push(p);
     }
     let dir = tempfile::tempdir().unwrap();
     let pods = dir.path().join("pods.json");
     std::fs::write(&pods, pods_file(&refs)).unwrap();
-    Some(Setup { sandbox, pods, _dir: dir })
+    Some(Setup { sandbox, pods, holder, _dir: dir })
 }
 
 fn common_args(s: &Setup) -> Vec<String> {
@@ -71,6 +78,13 @@ fn sample(text: &str, name: &str, pod: &str) -> f64 {
         .unwrap()
 }
 
+/// The holder's `memory.stat`, for a failure message.
+fn holder_stat(s: &Setup) -> String {
+    s.sandbox
+        .read(Subsystem::Memory, &s.holder, "memory.stat")
+        .unwrap_or_else(|e| format!("memory.stat unreadable: {e}"))
+}
+
 #[test]
 fn once_prints_metrics_measured_from_real_cgroups() {
     let Some(s) = setup("once_prints_metrics_measured_from_real_cgroups") else { return };
@@ -86,7 +100,11 @@ fn once_prints_metrics_measured_from_real_cgroups() {
     let idle = sample(&text, "kolo_agent_pod_cpu_usage_cores", "holder");
     assert!(idle < 0.2, "the holder sleeps, measured {idle}");
     let mem = sample(&text, "kolo_agent_pod_memory_usage_bytes", "holder");
-    assert!((64.0 * 1048576.0..=110.0 * 1048576.0).contains(&mem), "64 MiB held, measured {mem}");
+    assert!(
+        (64.0 * 1048576.0..=110.0 * 1048576.0).contains(&mem),
+        "64 MiB held, measured {mem}; the kernel's view:\n{}",
+        holder_stat(&s)
+    );
     assert!(text.contains("kolo_agent_pods 2"), "{text}");
     assert!(text.contains("kolo_agent_node_cpu_usage_cores "), "{text}");
     drop(s);
@@ -127,7 +145,12 @@ fn nodemetric_reports_the_pods_in_the_reference_shape() {
     let mem =
         kolo_api::Quantity::parse(pods[0]["podUsage"]["resources"]["memory"].as_str().unwrap())
             .unwrap();
-    assert!(mem.value() >= 64 << 20, "holder memory {}", mem.value());
+    assert!(
+        mem.value() >= 64 << 20,
+        "holder memory {}; the kernel's view now:\n{}",
+        mem.value(),
+        holder_stat(&s)
+    );
     drop(s);
 }
 
