@@ -69,6 +69,24 @@ impl PriorityClass {
         }
     }
 
+    /// The value of the PriorityClass object kolo installs for this class
+    /// (`kolo install`, `deploy/priorityclasses.yaml`): the floor of its
+    /// band, as Koordinator installs them; 0 for [`PriorityClass::None`].
+    /// The offline webhook (`kolo webhook mutate`) assumes the same.
+    pub fn installed_value(self) -> i32 {
+        self.band().map_or(0, |band| *band.start())
+    }
+
+    /// The `preemptionPolicy` of the PriorityClass object kolo installs:
+    /// batch and free pods never preempt (they run on reclaimed capacity;
+    /// evicting a pod to make room would defeat it), prod and mid do.
+    pub fn installed_preemption_policy(self) -> &'static str {
+        match self {
+            PriorityClass::Prod | PriorityClass::Mid => "PreemptLowerPriority",
+            PriorityClass::Batch | PriorityClass::Free | PriorityClass::None => "Never",
+        }
+    }
+
     /// The class whose band holds `priority`, or [`PriorityClass::None`].
     pub fn from_priority(priority: i32) -> PriorityClass {
         PriorityClass::NAMED

@@ -12,6 +12,7 @@ mod deschedule;
 mod descheduler_run;
 mod doctor;
 mod inspect;
+mod install;
 mod logging;
 mod manager;
 mod manager_run;
@@ -53,6 +54,11 @@ enum Command {
     /// Print every CustomResourceDefinition kolo uses, as YAML for
     /// `kubectl apply -f -`.
     Crds,
+    /// Print kolo's manifests for `kubectl apply --server-side -f -`: CRDs,
+    /// namespace, PriorityClasses, slo-controller-config, RBAC, the
+    /// components with their probes and PodDisruptionBudgets. `deploy/` is
+    /// this output with the defaults.
+    Install(Box<install::Args>),
     /// Work with cluster snapshots (`kubectl get ... -o yaml` dumps).
     Snapshot {
         #[command(subcommand)]
@@ -207,6 +213,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Crds => crds::print_crds(&mut std::io::stdout().lock()),
+        Command::Install(args) => install::run(&args, &mut std::io::stdout().lock()),
         Command::Version => {
             writeln!(std::io::stdout(), "kolo {}", env!("CARGO_PKG_VERSION")).map_err(Into::into)
         }

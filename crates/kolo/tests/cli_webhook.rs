@@ -164,7 +164,11 @@ fn namespace_labels_replace_the_state() {
     let report = json(&out);
     let spark = pod_result(&report, "spark/spark-executor-0");
     assert_eq!(spark["applied_profiles"], serde_json::json!(["colocation-batch"]));
-    assert_eq!(spark["mutated"]["spec"]["priority"], 5500);
+    assert_eq!(
+        spark["mutated"]["spec"]["priority"],
+        kolo_api::PriorityClass::Batch.installed_value(),
+        "the value `kolo install` gives koord-batch"
+    );
 }
 
 #[test]

@@ -185,8 +185,8 @@ impl Summary {
         writeln!(out)?;
         writeln!(
             out,
-            "{:<28} {:>14} {:>14} {:>7}",
-            "RESOURCE", "REQUESTED", "ALLOCATABLE", "USED"
+            "{:<28} {:>14} {:>14} {:>9}",
+            "RESOURCE", "REQUESTED", "ALLOCATABLE", "REQ/ALLOC"
         )?;
         for row in &self.resources {
             let name = ResourceName::lookup(row.resource).unwrap_or(ResourceName::Pods);
@@ -197,7 +197,7 @@ impl Summary {
             };
             writeln!(
                 out,
-                "{:<28} {:>14} {:>14} {:>7}",
+                "{:<28} {:>14} {:>14} {:>9}",
                 row.resource,
                 human(name, row.requested),
                 human(name, row.allocatable),

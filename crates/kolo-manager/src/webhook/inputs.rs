@@ -57,15 +57,15 @@ impl AdmissionInputs {
     }
 
     /// Adds Koordinator's PriorityClasses (`koord-prod`, `koord-mid`,
-    /// `koord-batch`, `koord-free`) with their default values and
-    /// `PreemptLowerPriority`, where the inputs do not define them: what a
-    /// cluster installed from `deploy/` has.
+    /// `koord-batch`, `koord-free`) with the values and preemption policies
+    /// `kolo install` gives them, where the inputs do not define them: what
+    /// a cluster installed by kolo has.
     pub fn assume_koordinator_priority_classes(&mut self) {
         for class in kolo_api::PriorityClass::NAMED {
             self.priority_classes.entry(class.as_str().to_string()).or_insert_with(|| {
                 PriorityClassInfo {
-                    value: class.default_priority(),
-                    preemption_policy: Some("PreemptLowerPriority".to_string()),
+                    value: class.installed_value(),
+                    preemption_policy: Some(class.installed_preemption_policy().to_string()),
                 }
             });
         }
@@ -140,16 +140,20 @@ mod tests {
         let mut inputs = AdmissionInputs::default();
         inputs.priority_classes.insert(
             "koord-batch".to_string(),
-            PriorityClassInfo { value: 5000, preemption_policy: Some("Never".into()) },
+            PriorityClassInfo { value: 5100, preemption_policy: Some("Never".into()) },
         );
         inputs.assume_koordinator_priority_classes();
         let value = |name: &str| inputs.priority_classes[name].value;
-        assert_eq!(value("koord-batch"), 5000, "the defined class is kept");
-        assert_eq!(value("koord-prod"), kolo_api::PriorityClass::Prod.default_priority());
-        assert_eq!(value("koord-mid"), kolo_api::PriorityClass::Mid.default_priority());
-        assert_eq!(value("koord-free"), kolo_api::PriorityClass::Free.default_priority());
+        assert_eq!(value("koord-batch"), 5100, "the defined class is kept");
+        assert_eq!(value("koord-prod"), 9000);
+        assert_eq!(value("koord-mid"), 7000);
+        assert_eq!(value("koord-free"), 3000);
         assert_eq!(
             inputs.priority_classes["koord-free"].preemption_policy.as_deref(),
+            Some("Never")
+        );
+        assert_eq!(
+            inputs.priority_classes["koord-prod"].preemption_policy.as_deref(),
             Some("PreemptLowerPriority")
         );
     }
