@@ -110,6 +110,9 @@ pub struct Stats {
     /// Nodes run through the Filter and Score plugins, over all cycles (the
     /// equivalence cache keeps this well below cycles × nodes).
     pub node_evaluations: u64,
+    /// Nodes whose Filter and Score results the equivalence cache gave
+    /// without running the plugins (its hits, counted in nodes).
+    pub node_results_reused: u64,
 }
 
 /// The scheduler.

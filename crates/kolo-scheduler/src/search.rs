@@ -282,6 +282,7 @@ impl<'a> Search<'a> {
         match (stale, freshness) {
             (Some(stale), Some(freshness)) if stale.len() <= (n / 8).max(64) => {
                 stats.node_evaluations += stale.len() as u64;
+                stats.node_results_reused += (n - stale.len()) as u64;
                 for &i in &stale {
                     self.evaluate(i, i + 1, results, true);
                 }

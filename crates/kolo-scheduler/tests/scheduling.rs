@@ -425,12 +425,17 @@ fn equivalence_cache_reuses_results_for_replicas() {
         }
         let decisions =
             s.run_until_idle(t(10)).into_iter().map(|r| (r.pod, r.outcome)).collect::<Vec<_>>();
-        (decisions, s.stats().node_evaluations)
+        (decisions, s.stats())
     };
-    let (with, evaluated_with) = build(true);
-    let (without, evaluated_without) = build(false);
+    let (with, stats_with) = build(true);
+    let (without, stats_without) = build(false);
+    let (evaluated_with, evaluated_without) =
+        (stats_with.node_evaluations, stats_without.node_evaluations);
     assert_eq!(with, without);
     assert_eq!(evaluated_without, 200 * 50, "every node once per cycle");
+    assert_eq!(stats_without.node_results_reused, 0);
+    // Every node of every cycle is either evaluated or reused.
+    assert_eq!(stats_with.node_evaluations + stats_with.node_results_reused, 200 * 50);
     // Two shapes alternate irregularly; each switch re-evaluates all 50
     // nodes, each replica after the first only the node the previous one
     // went to.

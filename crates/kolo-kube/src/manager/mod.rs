@@ -11,6 +11,7 @@
 //! manager changes nothing but when the next pass runs.
 
 mod jobs;
+pub mod metrics;
 pub mod podgroup_status;
 pub mod quota_status;
 mod run;

@@ -18,6 +18,7 @@ use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 use tokio::sync::Notify;
 
+use super::metrics::ManagerMetrics;
 use crate::error::KubeError;
 use crate::health::Health;
 use crate::leader::Leadership;
@@ -83,12 +84,14 @@ pub struct Controller {
     pass: Pass,
     /// PodGroup and ElasticQuota status, quota revocation.
     jobs: JobControllers,
+    metrics: Arc<ManagerMetrics>,
 }
 
 impl Controller {
     /// Controllers writing through `client`.
     pub fn new(client: Client, options: ManagerOptions, health: Arc<Health>) -> Controller {
         Controller {
+            metrics: ManagerMetrics::new(&health),
             jobs: JobControllers::new(client.clone(), health.clone(), options.quota_args.clone()),
             client,
             options,
@@ -190,6 +193,7 @@ impl Controller {
         for error in &status.errors {
             tracing::error!(configmap = %key, %error, "ConfigMap key rejected; keeping its last good value");
         }
+        self.metrics.config(status.errors.len(), status.config_map_present);
         self.pass.config_status(status);
         self.config_version = version.or(Some(String::new()));
     }
@@ -204,7 +208,9 @@ impl Controller {
             slos: stores.slos.state(),
         };
         let now = Timestamp::now();
+        let started = std::time::Instant::now();
         let plan = self.pass.plan(&state, &self.config.config(), now);
+        self.metrics.pass(started.elapsed(), &plan);
         for warning in plan.all_warnings() {
             tracing::warn!("{warning}");
         }

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -20,13 +20,14 @@ use kolo_core::clock::Timestamp;
 use kolo_scheduler::config::SchedulerConfig;
 use kolo_scheduler::framework::{ObjectKind, ObjectRef, SchedulingObject};
 use kolo_scheduler::plugins::{DEFAULT_PLUGINS, registry};
-use kolo_scheduler::scheduler::{CycleReport, Outcome, Scheduler};
+use kolo_scheduler::scheduler::{CycleReport, Outcome, Scheduler, Stats};
 use kube::{Client, ResourceExt};
 use tokio::runtime::Handle;
 
 use super::binder::KubeBinder;
 use kolo_core::PodRef;
 
+use super::metrics::SchedulerMetrics;
 use super::preempt::{Preemption, clear_nomination, preempt};
 use super::report::Reports;
 use super::reservations::{Reservations, StatusWrite, write_status};
@@ -109,6 +110,7 @@ pub struct SchedulerDriver {
     config: SchedulerConfig,
     health: Arc<Health>,
     identity: String,
+    metrics: Arc<SchedulerMetrics>,
 }
 
 impl SchedulerDriver {
@@ -120,7 +122,8 @@ impl SchedulerDriver {
         health: Arc<Health>,
         identity: &str,
     ) -> SchedulerDriver {
-        SchedulerDriver { client, config, health, identity: identity.into() }
+        let metrics = SchedulerMetrics::new(&health);
+        SchedulerDriver { client, config, health, identity: identity.into(), metrics }
     }
 
     /// Watches and schedules until leadership is lost (when `leadership` is
@@ -152,6 +155,9 @@ impl SchedulerDriver {
             reports,
             runtime: Handle::current(),
             health: self.health.clone(),
+            metrics: self.metrics.clone(),
+            last_stats: Stats::default(),
+            arrived: HashMap::new(),
             synced: [false; SYNCED_KINDS.len()],
             uids: HashMap::new(),
             nominated_in_api: HashMap::new(),
@@ -174,6 +180,12 @@ struct SchedulingThread {
     reports: Reports,
     runtime: Handle,
     health: Arc<Health>,
+    metrics: Arc<SchedulerMetrics>,
+    /// The core's counters at the last metrics update.
+    last_stats: Stats,
+    /// Pending pod key → when its first watch event arrived (for
+    /// `kolo_scheduler_pod_scheduling_duration_seconds`).
+    arrived: HashMap<String, Instant>,
     /// Whether the first list of each of [`SYNCED_KINDS`] is in.
     synced: [bool; SYNCED_KINDS.len()],
     /// Pod key → UID (Events and bindings name the pod by UID).
@@ -213,11 +225,23 @@ impl SchedulingThread {
             let now = Timestamp::now();
             let expired = self.reservations.expire(&mut self.scheduler, now);
             self.write_reservations(expired);
-            while let Some(report) = self.scheduler.schedule_next(now) {
+            loop {
+                let started = Instant::now();
+                let Some(report) = self.scheduler.schedule_next(now) else { break };
+                self.metrics.cycle(started.elapsed());
                 self.handle(report);
             }
             self.scheduler.process_bind_results(now);
+            self.update_metrics();
         }
+    }
+
+    /// Brings the metrics up to the core's counters and queues.
+    fn update_metrics(&mut self) {
+        let stats = self.scheduler.stats();
+        let nodes = self.scheduler.cache().nodes().len();
+        self.metrics.update(&self.last_stats, &stats, self.scheduler.queue().counts(), nodes);
+        self.last_stats = stats;
     }
 
     fn apply(&mut self, update: Update) {
@@ -237,6 +261,9 @@ impl SchedulingThread {
                     let k = key(&pod);
                     if pod.spec.as_ref().is_some_and(|s| s.node_name.is_some()) {
                         self.reported.remove(&k);
+                        self.arrived.remove(&k);
+                    } else {
+                        self.arrived.entry(k.clone()).or_insert_with(Instant::now);
                     }
                     match api_nomination(&pod) {
                         Some(node) => self.nominated_in_api.insert(k.clone(), node),
@@ -254,6 +281,7 @@ impl SchedulingThread {
                     self.write_reservations(write);
                     self.scheduler.remove_pod(&k, now);
                     self.uids.remove(&k);
+                    self.arrived.remove(&k);
                     self.nominated_in_api.remove(&k);
                     self.reported.remove(&k);
                 }
@@ -413,6 +441,9 @@ impl SchedulingThread {
             Outcome::Scheduled { node, total, .. } => {
                 tracing::debug!(pod = %report.pod, %node, total, "assumed; binding");
                 self.reported.remove(&report.pod);
+                if let Some(arrived) = self.arrived.remove(&report.pod) {
+                    self.metrics.assigned(arrived.elapsed());
+                }
                 return;
             }
             Outcome::Waiting { node } => {

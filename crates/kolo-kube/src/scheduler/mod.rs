@@ -13,12 +13,15 @@
 //! * [`reservations`]: Reservations fed to the scheduler with their
 //!   reserve pods, and their status (owners, unschedulable, expiry); the
 //!   binder writes a reservation's bind as its status;
+//! * [`metrics`]: attempts, latencies, queues, binds and the equivalence
+//!   cache on `/metrics`;
 //! * [`preempt`]: carries out a preemption the scheduler decided — evicts
 //!   the victims through the Eviction API, sets the preemptor's
 //!   `status.nominatedNodeName`.
 
 pub mod binder;
 pub mod driver;
+pub mod metrics;
 pub mod preempt;
 pub mod report;
 pub mod reservations;

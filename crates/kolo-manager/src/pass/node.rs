@@ -15,7 +15,9 @@ use kolo_core::usage_report::NodeUsageReport;
 use super::node_config::NodeConfig;
 use super::record::NodeRecord;
 use crate::nodemetric::{NodeMetricAction, reconcile_node_metric};
-use crate::noderesource::{ExtendedResources, NodeInputs, UpdateReason, calculate, update_needed};
+use crate::noderesource::{
+    ExtendedResources, NodeInputs, NodeResource, UpdateReason, calculate, update_needed,
+};
 use crate::nodeslo::{NodeSloAction, reconcile_node_slo};
 
 /// What the cluster holds about one node.
@@ -66,6 +68,12 @@ pub struct NodePlan {
     /// Problems met on the way (malformed labels, annotations), each naming
     /// the node and the key.
     pub warnings: Vec<String>,
+    /// What the formula gave, term by term, written or not (`None` when
+    /// co-location is not configured).
+    pub computed: Option<Box<NodeResource>>,
+    /// The computed amounts differ from the node's status, but the update
+    /// throttle (interval, diff threshold) held the write back.
+    pub throttled: bool,
 }
 
 impl NodePlan {
@@ -85,21 +93,27 @@ pub(super) fn decide(
     now: Timestamp,
 ) -> NodePlan {
     let mut warnings = config.warnings.clone();
-    let status = config.colocation.as_ref().and_then(|colocation| {
-        let mut result = calculate(&NodeInputs {
+    let mut throttled = false;
+    let computed = config.colocation.as_ref().map(|colocation| {
+        calculate(&NodeInputs {
             node: objects.node,
             pods: objects.pods,
             metric: objects.metric,
             strategy: &colocation.strategy,
             cluster_enabled: colocation.cluster_enabled,
             now,
-        });
-        warnings.append(&mut result.warnings);
-        let current = ExtendedResources::from_status(objects.node);
-        let (last, strategy) = (record.last_status_update, &colocation.strategy);
-        update_needed(&current, &result.resources, last, now, strategy)
-            .map(|reason| StatusWrite { resources: result.resources, reason })
+        })
     });
+    let status =
+        computed.as_ref().zip(config.colocation.as_ref()).and_then(|(result, colocation)| {
+            warnings.extend(result.warnings.iter().cloned());
+            let current = ExtendedResources::from_status(objects.node);
+            let (last, strategy) = (record.last_status_update, &colocation.strategy);
+            let write = update_needed(&current, &result.resources, last, now, strategy)
+                .map(|reason| StatusWrite { resources: result.resources, reason });
+            throttled = write.is_none() && current != result.resources;
+            write
+        });
     let metric = match reconcile_node_metric(
         true,
         objects.metric_spec,
@@ -115,5 +129,5 @@ pub(super) fn decide(
         NodeSloAction::Update(spec) => Some(SpecWrite { spec, create: false }),
         NodeSloAction::Delete | NodeSloAction::Keep => None,
     };
-    NodePlan { status, metric, slo, warnings }
+    NodePlan { status, metric, slo, warnings, computed: computed.map(Box::new), throttled }
 }

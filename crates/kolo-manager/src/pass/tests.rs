@@ -176,3 +176,48 @@ fn unreadable_objects_and_node_warnings_are_named_once() {
     let written = plan.nodes[0].plan.status.as_ref().map(|w| w.resources);
     assert_eq!(written, Some(ExtendedResources::NONE), "no NodeMetric yet: nothing published");
 }
+
+#[test]
+fn a_change_the_throttle_holds_back_is_marked_throttled() {
+    let config = store(r#"{"enable": true}"#).config();
+    let metric: NodeMetric = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "n1"},
+        "spec": {},
+        "status": {
+            "updateTime": "2023-11-14T22:13:20Z",
+            "nodeMetric": {"nodeUsage": {"resources": {"cpu": "1", "memory": "1Gi"}}}
+        }
+    }))
+    .unwrap();
+    let mut pass = Pass::new();
+    let state = StoreState {
+        nodes: vec![node("n1")],
+        metrics: vec![Arc::new(metric)],
+        ..StoreState::default()
+    };
+    let first = pass.plan(&state, &config, at(0));
+    let plan = &first.nodes[0].plan;
+    let computed = plan.computed.as_ref().expect("co-location configured: computed");
+    let write = plan.status.clone().unwrap();
+    assert_eq!(computed.resources, write.resources);
+    let batch_cpu = write.resources.batch_cpu.expect("batch computed from the metric");
+    assert!(!plan.throttled, "written, not held back");
+    pass.applied(
+        &ManagerAction::PatchNodeStatus { node: "n1".into(), write: write.clone() },
+        at(0),
+    );
+    // The node as written: nothing to hold back.
+    let synced = StoreState { nodes: vec![with_status(&state.nodes[0], &write)], ..state.clone() };
+    assert!(!pass.plan(&synced, &config, at(10)).nodes[0].plan.throttled);
+    // The node's status differs by less than the diff threshold (10 %)
+    // and the last write was 10 s ago: held back.
+    let mut near = write.clone();
+    near.resources.batch_cpu = Some(batch_cpu + batch_cpu / 20);
+    let drifted = StoreState { nodes: vec![with_status(&state.nodes[0], &near)], ..state.clone() };
+    let held = pass.plan(&drifted, &config, at(10));
+    assert_eq!(held.nodes[0].plan.status, None);
+    assert!(held.nodes[0].plan.throttled);
+    // Without co-location configured, nothing is computed.
+    let off = Pass::new().plan(&state, &SloConfigStore::new().config(), at(0));
+    assert!(off.nodes[0].plan.computed.is_none() && !off.nodes[0].plan.throttled);
+}
