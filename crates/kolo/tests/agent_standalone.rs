@@ -10,6 +10,7 @@ use kolo_api::kube_qos::KubeQoSClass;
 use serde_json::Value;
 
 mod common;
+use common::metrics_doc::http_get;
 use common::run_kolo;
 
 struct Setup {
@@ -164,15 +165,6 @@ fn without_standalone_or_pods_it_says_what_to_do() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--pods FILE or --kubelet"));
 }
 
-fn http_get(port: u16, path: &str) -> String {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(stream, "GET {path} HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\n\r\n").unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
-    answer
-}
-
 #[test]
 fn serves_metrics_while_running() {
     let Some(s) = setup("serves_metrics_while_running") else { return };
@@ -188,9 +180,9 @@ fn serves_metrics_while_running() {
         .unwrap();
     // Two rounds (the first is the CPU baseline) and a little slack.
     std::thread::sleep(std::time::Duration::from_millis(3000));
-    let health = http_get(port, "/healthz");
-    let ready = http_get(port, "/readyz");
-    let metrics = http_get(port, "/metrics");
+    let health = http_get(port, "/healthz").unwrap();
+    let ready = http_get(port, "/readyz").unwrap();
+    let metrics = http_get(port, "/metrics").unwrap();
     let _ = child.kill();
     let _ = child.wait();
     assert!(health.starts_with("HTTP/1.1 200"), "{health}");
@@ -212,6 +204,19 @@ fn serves_metrics_while_running() {
         body.contains("# TYPE kolo_agent_ticks counter")
             && body.contains("kolo_agent_ticks_total "),
         "{body}"
+    );
+    // Standalone with --dry-run: no API writes; no --hook-socket; the
+    // sandbox's pods name no containers.
+    common::metrics_doc::check(
+        "agent",
+        body,
+        &[
+            "kolo_agent_actions_total",
+            "kolo_agent_hook_requests_total",
+            "kolo_agent_hook_bad_requests_total",
+            "kolo_agent_container_cpu_usage_cores",
+            "kolo_agent_container_memory_usage_bytes",
+        ],
     );
     drop(s);
 }

@@ -5,7 +5,6 @@
 
 mod common;
 
-use std::io::{Read, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -35,11 +34,7 @@ fn bad_flags_are_refused_before_anything_starts() {
 }
 
 fn scrape(port: u16) -> String {
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    out
+    common::metrics_doc::http_get(port, "/metrics").expect("the proxy's /metrics")
 }
 
 fn metric(text: &str, name: &str) -> f64 {
@@ -91,6 +86,8 @@ fn it_forwards_counts_and_cleans_up() {
     assert_eq!(metric(&text, "kolo_runtime_proxy_calls_total"), 2.0, "{text}");
     assert_eq!(metric(&text, "kolo_runtime_proxy_hooks_total{outcome=\"Ignored\"}"), 1.0);
     assert_eq!(metric(&text, "kolo_runtime_proxy_hook_seconds_count"), 1.0);
+    // It writes nothing to an API server and elects no leader.
+    common::metrics_doc::check("runtime_proxy", &text, &["kolo_runtime_proxy_actions_total"]);
 
     let pid = rustix::process::Pid::from_raw(proxy.id() as i32).unwrap();
     rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();

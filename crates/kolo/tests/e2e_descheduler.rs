@@ -33,12 +33,12 @@
 mod common;
 mod e2e_common;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::metrics_doc::http_get;
 use common::{kolo, kubectl, run, try_run};
 use e2e_common::rbac_cluster::{self, RbacCluster};
 use e2e_common::{
@@ -365,15 +365,6 @@ impl Drop for ShowLog {
     }
 }
 
-fn http_get(port: u16, path: &str) -> Option<String> {
-    use std::io::Read;
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-    write!(stream, "GET {path} HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\n\r\n").ok()?;
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).ok()?;
-    Some(answer)
-}
-
 #[test]
 fn kolo_descheduler_leads_serves_its_metrics_and_stops_on_sigterm() {
     let Some(cluster) = cluster("daemon") else { return };
@@ -419,6 +410,18 @@ fn kolo_descheduler_leads_serves_its_metrics_and_stops_on_sigterm() {
     for line in ["kolo_descheduler_leader 1", "kolo_descheduler_reservation_crd_installed 1"] {
         assert!(metrics.contains(line), "{line} in\n{metrics}");
     }
+    // Nothing moved in this test: no jobs, no evictions, no API writes,
+    // and no node matches its node selector.
+    common::metrics_doc::check(
+        "descheduler",
+        &metrics,
+        &[
+            "kolo_descheduler_nodes",
+            "kolo_descheduler_migrations",
+            "kolo_descheduler_evictions_total",
+            "kolo_descheduler_actions_total",
+        ],
+    );
     run(Command::new("kill").args(["-TERM", &child.id().to_string()]), None);
     let status = wait_for("the descheduler to exit", TIMEOUT, || child.try_wait().unwrap());
     assert!(status.success(), "{status}\n{}", log_text());

@@ -31,7 +31,11 @@ fn manager_writes_nodemetric_nodeslo_and_batch_allocatable() {
     create_node(&config, &node, &id, "16", "32Gi");
 
     let selector = format!("kolo-test={id}");
-    let manager = Daemon::start("e2e-manager", &e2e_common::manager_args(&config, &id, &[]));
+    let port = e2e_common::free_port();
+    let mut args = e2e_common::manager_args(&config, &id, &[]);
+    let default = args.iter().position(|a| a == "127.0.0.1:0").expect("component_args");
+    args[default] = format!("127.0.0.1:{port}");
+    let manager = Daemon::start("e2e-manager", &args);
 
     // 1. The manager creates the node's NodeMetric (collect policy) and
     // NodeSLO.
@@ -91,6 +95,30 @@ fn manager_writes_nodemetric_nodeslo_and_batch_allocatable() {
     }
     // And the what-if sees nothing left to change.
     assert!(expected["change"].is_null(), "{expected}");
+
+    // Its /metrics: what docs/metrics.md lists, the batch terms of the node
+    // among them. No webhook here, and no mid resources configured.
+    let metrics = common::metrics_doc::http_get(port, "/metrics").expect("/metrics");
+    common::metrics_doc::check(
+        "manager",
+        &metrics,
+        &[
+            "kolo_webhook_requests_total",
+            "kolo_webhook_request_duration_seconds",
+            "kolo_webhook_handler_failures_total",
+            "kolo_webhook_connection_errors_total",
+            "kolo_manager_node_mid_cpu_cores",
+            "kolo_manager_node_mid_memory_bytes",
+        ],
+    );
+    let allocatable =
+        format!("kolo_manager_node_batch_cpu_cores{{node=\"{node}\",term=\"allocatable\"}} ");
+    let line = metrics
+        .lines()
+        .find(|l| l.starts_with(&allocatable))
+        .unwrap_or_else(|| panic!("{metrics}"));
+    let published_cores = expected["batch"]["cpu"].as_f64().unwrap() / 1000.0;
+    assert_eq!(line[allocatable.len()..].parse::<f64>().unwrap(), published_cores, "{line}");
 
     // 4. The node goes: the objects the manager created for it go too.
     run(kubectl(&config).args(["delete", "node", &node]), None);

@@ -30,6 +30,12 @@ fn two_nodes(config: &Path, id: &str) -> (String, String) {
 fn scheduler(config: &Path, dir: &Path, id: &str, extra: &[&str]) -> Daemon {
     let mut args = vec!["scheduler".to_string()];
     args.extend(component_args(config));
+    if let Some(listen) = extra.iter().find_map(|a| a.strip_prefix("--health-listen=")) {
+        let default = args.iter().position(|a| a == "127.0.0.1:0").expect("component_args");
+        args[default] = listen.to_string();
+    }
+    let extra: Vec<&str> =
+        extra.iter().copied().filter(|a| !a.starts_with("--health-listen=")).collect();
     args.push("--config".into());
     args.push(scheduler_config(dir, id).display().to_string());
     args.extend(extra.iter().map(|s| s.to_string()));
@@ -51,7 +57,9 @@ fn scheduler_binds_by_load_and_explains_failures() {
     };
     let (_busy, idle) = two_nodes(&config, &id);
     let dir = tempfile::tempdir().unwrap();
-    let _scheduler = scheduler(&config, dir.path(), &id, &["--leader-elect=false"]);
+    let port = e2e_common::free_port();
+    let listen = format!("--health-listen=127.0.0.1:{port}");
+    let _scheduler = scheduler(&config, dir.path(), &id, &["--leader-elect=false", &listen]);
 
     create(&config, &pod("web", &id, &id, &id, "2"));
     create(&config, &pod("huge", &id, &id, &id, "100"));
@@ -82,6 +90,22 @@ fn scheduler_binds_by_load_and_explains_failures() {
     assert_eq!(condition["reason"], "Unschedulable", "{condition}");
     assert_eq!(condition["message"].as_str(), Some(message.as_str()), "{condition}");
     assert_eq!(node_of(&config, &id, "huge"), None);
+
+    // Its /metrics: what docs/metrics.md lists, with this run's numbers.
+    let metrics = common::metrics_doc::http_get(port, "/metrics").expect("/metrics");
+    common::metrics_doc::check("scheduler", &metrics, &[]);
+    for line in [
+        "kolo_scheduler_binds_total{result=\"ok\"} 1",
+        "kolo_scheduler_pod_scheduling_duration_seconds_count 1",
+    ] {
+        assert!(metrics.lines().any(|l| l == line), "{line} in\n{metrics}");
+    }
+    assert!(
+        metrics.lines().any(|l| l
+            .starts_with("kolo_scheduler_schedule_attempts_total{result=\"unschedulable\"} ")
+            && !l.ends_with(" 0")),
+        "{metrics}"
+    );
 }
 
 #[test]

@@ -374,5 +374,11 @@ fn pods_created_through_the_api_server_are_mutated_and_validated() {
         text.contains(r#"kolo_webhook_handler_failures_total{webhook="mutate",reason="panic"} 0"#),
         "{text}"
     );
+    // Every connection was served, and the webhook writes to no API server.
+    common::metrics_doc::check(
+        "webhook",
+        &text,
+        &["kolo_webhook_connection_errors_total", "kolo_webhook_actions_total"],
+    );
     drop(webhook);
 }

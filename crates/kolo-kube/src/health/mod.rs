@@ -17,8 +17,10 @@
 //!   readiness check passes, else 503 with the reasons;
 //! * `/metrics` is the OpenMetrics text of the component's own counters
 //!   ([`Health::actions`], [`Health::leader`]) followed by every registered
-//!   source, with one `# EOF` at the end.
+//!   source, then the process's own CPU, memory, threads and file
+//!   descriptors ([`process`]), with one `# EOF` at the end.
 
+pub mod process;
 mod server;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -76,9 +78,10 @@ impl std::fmt::Debug for Health {
 
 impl Health {
     /// The health of `component` (its own metrics' prefix is
-    /// `kolo_<component>`), not ready yet, with no other check or source.
+    /// `kolo_<component>`, a `-` in the name written `_`: a metric name
+    /// allows no `-`), not ready yet, with no other check or source.
     pub fn new(component: &'static str) -> Arc<Health> {
-        let mut registry = Registry::with_prefix(format!("kolo_{component}"));
+        let mut registry = Registry::with_prefix(format!("kolo_{}", component.replace('-', "_")));
         let actions = Family::<ActionLabels, Counter>::default();
         let leader = Gauge::default();
         registry.register("actions", "API writes by action and result", actions.clone());
@@ -158,6 +161,7 @@ impl Health {
                 text.truncate(text.len() - EOF.len());
             }
         }
+        process::encode(&mut text);
         text.push_str(EOF);
         text
     }
@@ -187,6 +191,17 @@ mod tests {
     }
 
     #[test]
+    fn a_dash_in_the_component_is_no_dash_in_a_metric_name() {
+        let text = Health::new("runtime-proxy").encode();
+        assert!(text.contains("\nkolo_runtime_proxy_leader 0\n"), "{text}");
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let name = line.split(['{', ' ']).next().unwrap();
+            let valid = name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b':');
+            assert!(valid, "{name} is not a metric name");
+        }
+    }
+
+    #[test]
     fn sources_follow_the_own_metrics_with_one_eof() {
         let health = Health::new("test");
         health.count("bind", &Ok::<(), ()>(()));
@@ -196,7 +211,8 @@ mod tests {
         health.add_metrics(|text: &mut String| text.push_str("# TYPE second gauge\nsecond 2\n"));
         let text = health.encode();
         assert_eq!(text.matches("# EOF").count(), 1, "{text}");
-        assert!(text.ends_with("second 2\n# EOF\n"), "{text}");
+        assert!(text.contains("second 2\n# HELP process_cpu_seconds "), "then the process: {text}");
+        assert!(text.ends_with("\n# EOF\n"), "{text}");
         let at = |needle: &str| text.find(needle).unwrap_or_else(|| panic!("{needle} in {text}"));
         assert!(at(r#"kolo_test_actions_total{action="bind",result="ok"} 1"#) < at("first 1"));
         assert!(at("first 1\n# TYPE second") < at("second 2"), "{text}");

@@ -113,7 +113,8 @@ mod tests {
         let (status, body) = get(addr, "/metrics");
         assert_eq!(status, "HTTP/1.1 200 OK");
         assert!(body.contains("\nkolo_agent_leader 0\n"), "the own metrics first: {body}");
-        assert!(body.ends_with("# TYPE kolo_agent_ticks counter\n# EOF\n"), "{body}");
+        assert!(body.contains("# TYPE kolo_agent_ticks counter\n# HELP process_"), "{body}");
+        assert!(body.ends_with("\n# EOF\n"), "{body}");
     }
 
     #[test]
