@@ -19,7 +19,7 @@ fn deploy() -> PathBuf {
 }
 
 /// Files in `deploy/` that `kolo install` does not write.
-const NOT_GENERATED: [&str; 1] = ["kolo-runtime-proxy.service"];
+const NOT_GENERATED: [&str; 2] = ["kolo-runtime-proxy.service", "grafana-dashboard.json"];
 
 #[test]
 fn deploy_is_kolo_install_with_the_defaults() {
@@ -126,6 +126,67 @@ fn component_arguments_parse() {
                 "{file}: {description}: {}",
                 String::from_utf8_lossy(&output.stderr)
             );
+        }
+    }
+}
+
+/// Every metric in a PromQL expression (`kolo_*`, `process_*`), without a
+/// histogram's `_bucket` / `_sum` / `_count`.
+fn metrics_in(expr: &str) -> Vec<String> {
+    expr.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|t| t.starts_with("kolo_") || t.starts_with("process_"))
+        .map(|t| {
+            ["_bucket", "_sum", "_count"]
+                .iter()
+                .find_map(|s| t.strip_suffix(s))
+                .unwrap_or(t)
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn the_dashboard_uses_only_documented_metrics() {
+    let text = std::fs::read_to_string(deploy().join("grafana-dashboard.json")).unwrap();
+    let dashboard: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let documented: std::collections::BTreeSet<String> =
+        ["scheduler", "manager", "descheduler", "agent", "runtime_proxy", "webhook"]
+            .iter()
+            .flat_map(|c| common::metrics_doc::documented(c))
+            .collect();
+    let panels = dashboard["panels"].as_array().unwrap();
+    let mut used = 0;
+    for panel in panels {
+        for target in panel["targets"].as_array().into_iter().flatten() {
+            let expr = target["expr"].as_str().unwrap();
+            let names = metrics_in(expr);
+            assert!(!names.is_empty(), "{}: no kolo metric in {expr}", panel["title"]);
+            for name in names {
+                assert!(
+                    documented.contains(&name),
+                    "{}: {name} is not in docs/metrics.md",
+                    panel["title"]
+                );
+                used += 1;
+            }
+        }
+    }
+    assert!(used >= 20, "{used}");
+    // Grid positions do not overlap: every panel shows.
+    let mut cells = std::collections::BTreeSet::new();
+    for panel in panels {
+        let g = &panel["gridPos"];
+        let (x, y, w, h) = (
+            g["x"].as_u64().unwrap(),
+            g["y"].as_u64().unwrap(),
+            g["w"].as_u64().unwrap(),
+            g["h"].as_u64().unwrap(),
+        );
+        assert!(x + w <= 24, "{}", panel["title"]);
+        for cx in x..x + w {
+            for cy in y..y + h {
+                assert!(cells.insert((cx, cy)), "{} overlaps another panel", panel["title"]);
+            }
         }
     }
 }
