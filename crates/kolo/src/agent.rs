@@ -25,7 +25,10 @@ type BoxError = Box<dyn Error + Send + Sync>;
 #[derive(Debug, Clone, clap::Args)]
 pub struct Common {
     /// Run without an API server: pods come from `--pods` or `--kubelet`,
-    /// and the NodeMetric is printed instead of written. (`kolo agent
+    /// and the NodeMetric is printed instead of written. The QoS
+    /// strategies still act on this host: they write the pods' cgroups and
+    /// evict BE pods by killing their processes (at most 3 a minute); add
+    /// `--dry-run` to print what they would do instead. (`kolo agent
     /// cluster` runs against a cluster.)
     #[arg(long)]
     pub standalone: bool,
@@ -67,7 +70,8 @@ pub struct Common {
     /// Collection interval in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 1000)]
     pub interval_ms: u64,
-    /// Write nothing (no predictor checkpoint).
+    /// Change nothing on the host: no cgroup writes, no evictions, no
+    /// predictor checkpoint; the QoS strategies' writes are printed.
     #[arg(long)]
     pub dry_run: bool,
     /// Predictor checkpoint file (restored at start, saved every 10 min).
