@@ -8,6 +8,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use kolo_kube::manager::{Controller, ManagerOptions};
+use kolo_kube::webhook::rotation::RotationPolicy;
 use kolo_kube::webhook::server::DEFAULT_DECISION_TIMEOUT;
 use kolo_kube::webhook::server::tls::SelfSignedOptions;
 use kolo_kube::webhook::{ClientTarget, WebhookConfigurations, WebhookOptions};
@@ -83,6 +84,20 @@ struct WebhookArgs {
     /// The API server's timeout for one webhook call, seconds (1 to 30).
     #[arg(long, value_name = "SECONDS", default_value_t = 3)]
     webhook_timeout_seconds: i32,
+    /// Validity of a generated certificate, days (1 to 3650).
+    #[arg(long, value_name = "DAYS", default_value_t = 365,
+          value_parser = clap::value_parser!(u32).range(1..=3650))]
+    webhook_cert_validity_days: u32,
+    /// Renew the shared certificate once it expires within this many days
+    /// (below --webhook-cert-validity-days).
+    #[arg(long, value_name = "DAYS", default_value_t = 30,
+          value_parser = clap::value_parser!(u64).range(1..=3650))]
+    webhook_cert_renew_before_days: u64,
+    /// How often each replica checks the certificate's Secret, seconds
+    /// (1 to 86400).
+    #[arg(long, value_name = "SECONDS", default_value_t = 600,
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    webhook_cert_check_seconds: u64,
 }
 
 fn split_pair<'a>(text: &'a str, sep: char, what: &str) -> Result<(&'a str, &'a str), String> {
@@ -111,7 +126,17 @@ impl WebhookArgs {
                 split_pair(l, '=', "--webhook-namespace-label").map(|(k, v)| (k.into(), v.into()))
             })
             .collect::<Result<BTreeMap<String, String>, String>>()?;
-        let mut certificate = SelfSignedOptions::default();
+        if self.webhook_cert_renew_before_days >= u64::from(self.webhook_cert_validity_days) {
+            return Err(format!(
+                "--webhook-cert-renew-before-days {} must be below --webhook-cert-validity-days {} \
+                 (else every check renews)",
+                self.webhook_cert_renew_before_days, self.webhook_cert_validity_days
+            ));
+        }
+        let mut certificate = SelfSignedOptions {
+            validity_days: self.webhook_cert_validity_days,
+            ..SelfSignedOptions::default()
+        };
         if !self.webhook_dns_name.is_empty() || !self.webhook_ip.is_empty() {
             certificate.dns_names = self.webhook_dns_name.clone();
             certificate.ips = self.webhook_ip.clone();
@@ -127,6 +152,10 @@ impl WebhookArgs {
                 timeout_seconds: self.webhook_timeout_seconds,
             },
             decision_timeout: DEFAULT_DECISION_TIMEOUT,
+            rotation: RotationPolicy {
+                check_interval: Duration::from_secs(self.webhook_cert_check_seconds),
+                renew_before: Duration::from_secs(self.webhook_cert_renew_before_days * 86_400),
+            },
         }))
     }
 }

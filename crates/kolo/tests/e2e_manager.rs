@@ -107,6 +107,8 @@ fn manager_writes_nodemetric_nodeslo_and_batch_allocatable() {
             "kolo_webhook_request_duration_seconds",
             "kolo_webhook_handler_failures_total",
             "kolo_webhook_connection_errors_total",
+            "kolo_webhook_certificate_expiry_timestamp_seconds",
+            "kolo_webhook_certificate_renewals_total",
             "kolo_manager_node_mid_cpu_cores",
             "kolo_manager_node_mid_memory_bytes",
         ],

@@ -162,3 +162,101 @@ fn a_pod_admitted_through_the_webhook_is_scheduled_on_batch_resources() {
     let node = wait_for("the BE pod to be bound", TIMEOUT, || node_of(&config, &id, &name));
     assert_eq!(node, idle);
 }
+
+/// A Secret's key, decoded.
+fn secret_key(secret: &Value, key: &str) -> String {
+    use base64::Engine;
+    let b64 = secret["data"][key].as_str().unwrap_or_default();
+    String::from_utf8(base64::engine::general_purpose::STANDARD.decode(b64).unwrap()).unwrap()
+}
+
+/// Whether curl trusting only `ca_pem` completes a TLS handshake with the
+/// webhook on `port` (any HTTP answer counts).
+fn trusted_with(dir: &Path, port: u16, ca_pem: &str) -> bool {
+    let ca = dir.join("ca.pem");
+    std::fs::write(&ca, ca_pem).unwrap();
+    let (_, out) = try_run(
+        std::process::Command::new("curl")
+            .args(["-sS", "-o", "/dev/null", "--max-time", "5"])
+            .arg("--cacert")
+            .arg(&ca)
+            .arg(format!("https://127.0.0.1:{port}/")),
+        None,
+    );
+    out.status.success()
+}
+
+#[test]
+fn an_expiring_webhook_certificate_is_renewed_served_and_registered() {
+    use kolo_kube::webhook::server::tls::{SelfSignedOptions, generate_self_signed};
+    let Some(config) = common::kubeconfig("e2e_webhook_flow") else { return };
+    let id = e2e_common::run_id("renew");
+    e2e_common::install_crds(&config);
+    let _cleanup = Cleanup { config: &config, id: id.clone() };
+    create(&config, &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": id}}));
+    create(
+        &config,
+        &json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "slo-controller-config", "namespace": id}, "data": {}}),
+    );
+    // The Secret an earlier replica made, its certificate expiring tomorrow.
+    let old = generate_self_signed(&SelfSignedOptions {
+        validity_days: 1,
+        ..SelfSignedOptions::default()
+    })
+    .unwrap();
+    let b64 = |s: &str| {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD.encode(s)
+    };
+    create(
+        &config,
+        &json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+                "metadata": {"name": "webhook-certs", "namespace": id},
+                "data": {"ca.crt": b64(&old.ca_cert_pem), "tls.crt": b64(&old.cert_chain_pem),
+                         "tls.key": b64(&old.key_pem)}}),
+    );
+    let (port, health) = (free_port(), free_port());
+    let mut extra = e2e_common::webhook_args(&id, port, &format!("kolo-renew={id}"));
+    extra.extend(["--webhook-cert-check-seconds".to_string(), "1".to_string()]);
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let mut args = e2e_common::manager_args(&config, &id, &extra);
+    let default = args.iter().position(|a| a == "127.0.0.1:0").unwrap();
+    args[default] = format!("127.0.0.1:{health}");
+    let manager = Daemon::start("e2e-renew-manager", &args);
+
+    // Renewed: a new serving certificate; the bundle trusts the new CA and
+    // the old one, so replicas not yet switched stay trusted.
+    let secret = wait_for("the renewed Secret", TIMEOUT, || {
+        let s = get_json(&config, &["secret", "webhook-certs", "-n", &id])?;
+        (secret_key(&s, "tls.crt") != old.cert_chain_pem).then_some(s)
+    });
+    let bundle = secret_key(&secret, "ca.crt");
+    assert_eq!(bundle.matches("BEGIN CERTIFICATE").count(), 2, "{bundle}");
+    assert!(bundle.ends_with(&old.ca_cert_pem), "the old CA is kept");
+    let new_ca = bundle.strip_suffix(&old.ca_cert_pem).unwrap().to_string();
+    // Registered: the configurations carry the new bundle.
+    wait_for("the new caBundle registered", TIMEOUT, || {
+        let m = get_json(&config, &["mutatingwebhookconfiguration", &id])?;
+        (m["webhooks"][0]["clientConfig"]["caBundle"] == secret["data"]["ca.crt"]).then_some(())
+    });
+    // Served without a restart: the new CA alone verifies the server, the
+    // old one alone no longer does.
+    let dir = tempfile::tempdir().unwrap();
+    wait_for("the new certificate served", TIMEOUT, || {
+        trusted_with(dir.path(), port, &new_ca).then_some(())
+    });
+    assert!(!trusted_with(dir.path(), port, &old.ca_cert_pem), "{}", manager.log());
+    let metrics = common::metrics_doc::http_get(health, "/metrics").unwrap();
+    assert!(metrics.contains("\nkolo_webhook_certificate_renewals_total 1\n"), "{metrics}");
+    let expiry: i64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("kolo_webhook_certificate_expiry_timestamp_seconds "))
+        .unwrap_or_else(|| panic!("{metrics}"))
+        .parse()
+        .unwrap();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
+        as i64;
+    assert!(expiry > now + 300 * 86_400, "a year's certificate: {expiry}");
+    drop(manager);
+}

@@ -17,11 +17,15 @@ use kube::{Api, Client};
 use super::server::tls::{self, GeneratedCertificates, SelfSignedOptions};
 use crate::error::KubeError;
 
-const CA: &str = "ca.crt";
-const CERT: &str = "tls.crt";
-const KEY: &str = "tls.key";
+/// The Secret's key of the CA bundle.
+pub const CA: &str = "ca.crt";
+/// The Secret's key of the serving certificate chain.
+pub const CERT: &str = "tls.crt";
+/// The Secret's key of the serving key.
+pub const KEY: &str = "tls.key";
 
-fn from_secret(secret: &Secret) -> Option<GeneratedCertificates> {
+/// The certificates a Secret holds; `None` when a key is missing.
+pub fn from_secret(secret: &Secret) -> Option<GeneratedCertificates> {
     let data = secret.data.as_ref()?;
     let text = |k: &str| data.get(k).and_then(|b| String::from_utf8(b.0.clone()).ok());
     Some(GeneratedCertificates {

@@ -104,13 +104,14 @@ impl WebhookConfigurations {
 /// the `caBundle` away).
 const REAPPLY: Duration = Duration::from_secs(60);
 
-/// Applies both configurations now and every minute; errors are logged
+/// Applies both configurations now, every minute and whenever the CA
+/// bundle changes (a renewed certificate); errors are logged
 /// and retried (with a short delay) rather than fatal: the webhook serves
 /// whether or not it is registered.
 pub async fn keep_registered(
     client: Client,
     configurations: WebhookConfigurations,
-    ca_bundle: String,
+    mut ca_bundle: tokio::sync::watch::Receiver<String>,
     health: Arc<Health>,
 ) -> Result<(), KubeError> {
     let params = PatchParams::apply("kolo-manager").force();
@@ -118,12 +119,14 @@ pub async fn keep_registered(
     let validating: Api<ValidatingWebhookConfiguration> = Api::all(client);
     let name = configurations.name.clone();
     loop {
+        let bundle = ca_bundle.borrow_and_update().clone();
+        let ca_bundle_now = &bundle;
         let m = mutating
-            .patch(&name, &params, &Patch::Apply(configurations.mutating(&ca_bundle)))
+            .patch(&name, &params, &Patch::Apply(configurations.mutating(ca_bundle_now)))
             .await;
         health.count("apply_webhook_configuration", &m);
         let v = validating
-            .patch(&name, &params, &Patch::Apply(configurations.validating(&ca_bundle)))
+            .patch(&name, &params, &Patch::Apply(configurations.validating(ca_bundle_now)))
             .await;
         health.count("apply_webhook_configuration", &v);
         let wait = match (m, v) {
@@ -139,7 +142,16 @@ pub async fn keep_registered(
                 Duration::from_secs(5)
             }
         };
-        tokio::time::sleep(wait).await;
+        // A renewed certificate's bundle is registered at once.
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            changed = ca_bundle.changed() => {
+                if changed.is_err() {
+                    // The certificate's keeper is gone: keep the last bundle.
+                    tokio::time::sleep(wait).await;
+                }
+            }
+        }
     }
 }
 

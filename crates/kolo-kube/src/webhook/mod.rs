@@ -4,7 +4,8 @@
 //!
 //! * in a cluster ([`run`]): the admission state fed from watches
 //!   ([`admission`]), a serving certificate shared by every replica
-//!   through a Secret ([`certs`]), and the Mutating /
+//!   through a Secret ([`certs`]) and renewed before it expires
+//!   ([`rotation`]), and the Mutating /
 //!   ValidatingWebhookConfiguration kept pointing at it with the right
 //!   `caBundle` ([`configuration`]);
 //! * on its own ([`standalone`]), with a fixed state read from files.
@@ -17,6 +18,7 @@
 pub mod admission;
 pub mod certs;
 pub mod configuration;
+pub mod rotation;
 pub mod server;
 pub mod standalone;
 
@@ -29,7 +31,7 @@ use kube::Client;
 pub use configuration::{ClientTarget, WebhookConfigurations};
 
 use self::server::state::SharedState;
-use self::server::tls::{self, CertificateSource, SelfSignedOptions};
+use self::server::tls::{self, SelfSignedOptions};
 use self::server::{Limits, Webhook, WebhookServer};
 use crate::error::KubeError;
 use crate::health::Health;
@@ -48,6 +50,8 @@ pub struct WebhookOptions {
     pub configurations: WebhookConfigurations,
     /// How long a decision may take before the pod is admitted unchanged.
     pub decision_timeout: Duration,
+    /// When the shared certificate is checked and renewed.
+    pub rotation: rotation::RotationPolicy,
 }
 
 /// Serves the webhook until the process ends: loads (or creates) the
@@ -60,9 +64,19 @@ pub async fn run(
     health: Arc<Health>,
 ) -> Result<(), KubeError> {
     let certs = certs::shared_certificates(&client, &options.secret, &options.certificate).await?;
-    let ca_bundle = certs.ca_bundle_base64();
-    let config = tls::serving_config(&CertificateSource::Generated(certs))
-        .map_err(|e| KubeError::Webhook(e.to_string()))?;
+    let (bundle, ca_bundle) = tokio::sync::watch::channel(certs.ca_bundle_base64());
+    let webhook_error = |e: tls::TlsError| KubeError::Webhook(e.to_string());
+    let resolver = tls::CertResolver::new(certs.certified_key().map_err(webhook_error)?);
+    let config = tls::server_config(Arc::clone(&resolver)).map_err(webhook_error)?;
+    tokio::spawn(rotation::keep_fresh(
+        client.clone(),
+        options.secret.clone(),
+        options.certificate.clone(),
+        options.rotation,
+        rotation::Served { resolver, bundle },
+        certs,
+        Arc::clone(&health),
+    ));
     let state = SharedState::pending();
     admission::follow(client.clone(), state.clone());
     let limits = Limits { decision_timeout: options.decision_timeout, ..Limits::default() };
