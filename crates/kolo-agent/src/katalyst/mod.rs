@@ -14,7 +14,7 @@
 
 pub mod advisor;
 pub mod config;
-// pub mod cpuset_order;
+pub mod cpuset_order;
 pub mod dedicated;
 // pub mod eviction;
 pub mod machine;
