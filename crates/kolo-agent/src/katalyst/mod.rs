@@ -16,7 +16,7 @@ pub mod advisor;
 pub mod config;
 pub mod cpuset_order;
 pub mod dedicated;
-// pub mod eviction;
+pub mod eviction;
 pub mod machine;
 pub mod node_policy;
 pub mod pod;
