@@ -241,7 +241,10 @@ mod tests {
         ];
         for (value, want) in table {
             let a = annotations(
-                &value.map(|v| (annotation::KATALYST_CPU_ENHANCEMENT, v)).into_iter().collect::<Vec<_>>(),
+                &value
+                    .map(|v| (annotation::KATALYST_CPU_ENHANCEMENT, v))
+                    .into_iter()
+                    .collect::<Vec<_>>(),
             );
             let got = cpu_enhancement(Some(&a)).unwrap();
             assert_eq!(got.cpuset_pool.as_deref(), want, "{value:?}");

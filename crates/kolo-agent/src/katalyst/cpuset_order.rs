@@ -63,7 +63,11 @@ pub fn order_writes<K: Ord + Clone>(
         let have = current.get(k).unwrap_or(&empty);
         let grown = have.union(want);
         if grown != *have {
-            expand.push(CpusetStep { cgroup: k.clone(), cpus: grown.clone(), phase: Phase::Expand });
+            expand.push(CpusetStep {
+                cgroup: k.clone(),
+                cpus: grown.clone(),
+                phase: Phase::Expand,
+            });
         }
         if *want != grown {
             shrink.push(CpusetStep { cgroup: k.clone(), cpus: want.clone(), phase: Phase::Shrink });
@@ -125,7 +129,10 @@ mod tests {
         );
         let dirs: BTreeMap<&str, Vec<CgroupDir>> = BTreeMap::from([(
             "share",
-            vec![CgroupDir::parse("kubepods/pod1").unwrap(), CgroupDir::parse("kubepods/pod1/c").unwrap()],
+            vec![
+                CgroupDir::parse("kubepods/pod1").unwrap(),
+                CgroupDir::parse("kubepods/pod1/c").unwrap(),
+            ],
         )]);
         let [expand, shrink] = batches(&steps, &dirs);
         assert!(expand.is_empty(), "d and reclaim have no directories here");

@@ -213,7 +213,9 @@ pub fn allocate(
                 out.admitted.push(p.uid.clone());
                 out.checkpoint.allocations.insert(p.uid.clone(), a);
             }
-            Err(reason) => out.refused.push(Refused { uid: p.uid.clone(), pod: p.key.clone(), reason }),
+            Err(reason) => {
+                out.refused.push(Refused { uid: p.uid.clone(), pod: p.key.clone(), reason })
+            }
         }
     }
     out
@@ -252,7 +254,11 @@ fn place_one(
     let numa = candidates
         .into_iter()
         .find(|id| room.bound.contains(id) || room.unbound_left(*id) >= shared)
-        .ok_or(Refusal::WouldStarveShared { numa: first, left: room.unbound_left(first), shared })?;
+        .ok_or(Refusal::WouldStarveShared {
+            numa: first,
+            left: room.unbound_left(first),
+            shared,
+        })?;
     let free = &room.free[&numa];
     let cpus = if p.numa_exclusive { free.clone() } else { place(needed, free, &machine.cores) };
     Ok(DedicatedAllocation { pod: p.key.clone(), numa, cpus, exclusive: p.numa_exclusive })
@@ -269,7 +275,11 @@ mod tests {
 
     /// (uid, numa, cpus) of every allocation.
     fn alloc(o: &DedicatedOutcome) -> Vec<(String, u32, String)> {
-        o.checkpoint.allocations.iter().map(|(u, a)| (u.clone(), a.numa, a.cpus.to_string())).collect()
+        o.checkpoint
+            .allocations
+            .iter()
+            .map(|(u, a)| (u.clone(), a.numa, a.cpus.to_string()))
+            .collect()
     }
 
     #[test]
@@ -302,7 +312,11 @@ mod tests {
             (vec![dedicated("a", 7_000, false)], vec![row("a", 1, "8-14")], vec![]),
             // Shared pods request 7 CPUs: the last unbound node stays theirs.
             (
-                vec![shared("s", 7_000, 1.0), dedicated("a", 2_000, true), dedicated("b", 2_000, true)],
+                vec![
+                    shared("s", 7_000, 1.0),
+                    dedicated("a", 2_000, true),
+                    dedicated("b", 2_000, true),
+                ],
                 vec![row("a", 0, "2-7")],
                 vec![("ns/b", "taking NUMA node 1 would leave 0 CPUs")],
             ),
@@ -335,7 +349,12 @@ mod tests {
         let m = Machine::uniform(2, 8, true, 0);
         let reserve = CpuSet::default();
         // Round 1: a on node 0.
-        let first = allocate(&m, &reserve, &DedicatedCheckpoint::default(), &[dedicated("a", 2_000, false)]);
+        let first = allocate(
+            &m,
+            &reserve,
+            &DedicatedCheckpoint::default(),
+            &[dedicated("a", 2_000, false)],
+        );
         assert_eq!(alloc(&first), [("uid-a".to_string(), 0, "0-1".to_string())]);
         // A restart: the checkpoint round-trips through JSON.
         let json = serde_json::to_string(&first.checkpoint).unwrap();
@@ -345,7 +364,10 @@ mod tests {
         let second = allocate(&m, &reserve, &restored, &pods);
         assert_eq!(
             alloc(&second),
-            [("uid-a".to_string(), 0, "0-1".to_string()), ("uid-b".to_string(), 0, "2-3".to_string())]
+            [
+                ("uid-a".to_string(), 0, "0-1".to_string()),
+                ("uid-b".to_string(), 0, "2-3".to_string())
+            ]
         );
         assert_eq!(second.admitted, ["uid-b"]);
         // Round 3: a is gone: released; b stays.
@@ -356,6 +378,9 @@ mod tests {
         let mut bad = third.checkpoint.clone();
         bad.allocations.get_mut("uid-b").unwrap().cpus = set("8-9");
         let out = allocate(&m, &reserve, &bad, &pods[..1]);
-        assert_eq!(out.refused[0].reason.to_string(), "checkpointed CPUs 8-9 on NUMA node 0 are not available");
+        assert_eq!(
+            out.refused[0].reason.to_string(),
+            "checkpointed CPUs 8-9 on NUMA node 0 are not available"
+        );
     }
 }

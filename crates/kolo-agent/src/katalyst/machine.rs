@@ -144,8 +144,8 @@ mod tests {
             ("0-15", 4, "0-1,8-9"),
             ("0-15", 6, "0-3,8-9"),
             ("2-15", 4, "2-3,8-9"),
-            ("0-3", 4, "0-3"),   // one node only
-            ("0-3", 9, "0-3"),   // more than there is
+            ("0-3", 4, "0-3"), // one node only
+            ("0-3", 9, "0-3"), // more than there is
             ("0-15", 0, ""),
         ];
         for (from, n, want) in table {

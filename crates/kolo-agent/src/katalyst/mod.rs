@@ -21,7 +21,7 @@ pub mod machine;
 pub mod node_policy;
 pub mod pod;
 pub mod pools;
-// pub mod report;
+pub mod report;
 
 pub use config::KatalystConfig;
 pub use machine::Machine;

@@ -97,15 +97,20 @@ mod tests {
             (serde_json::json!({"nodePolicy": "katalyst"}), Ok(NodePolicy::Katalyst)),
             (
                 serde_json::json!({"nodePolicy": "Katalyst"}),
-                Err("spec.extensions.nodePolicy: unknown node policy \"Katalyst\" (expected \"koordinator\" or \"katalyst\")"),
+                Err(
+                    "spec.extensions.nodePolicy: unknown node policy \"Katalyst\" (expected \"koordinator\" or \"katalyst\")",
+                ),
             ),
             (
                 serde_json::json!({"nodePolicy": 3}),
-                Err("spec.extensions.nodePolicy: unknown node policy 3 (expected \"koordinator\" or \"katalyst\")"),
+                Err(
+                    "spec.extensions.nodePolicy: unknown node policy 3 (expected \"koordinator\" or \"katalyst\")",
+                ),
             ),
         ];
         for (extensions, want) in table {
-            let got = NodePolicy::from_node_slo(&spec(extensions.clone())).map_err(|e| e.to_string());
+            let got =
+                NodePolicy::from_node_slo(&spec(extensions.clone())).map_err(|e| e.to_string());
             assert_eq!(got, want.map_err(str::to_string), "{extensions}");
         }
         assert_eq!(NodePolicy::from_node_slo(&NodeSLOSpec::default()), Ok(NodePolicy::Koordinator));

@@ -152,7 +152,10 @@ impl Pools {
             return Some(format!("pools cover {seen}, the machine has {}", machine.cpus()));
         }
         if !self.reclaim_overlap.is_subset(&overlappable) {
-            return Some(format!("reclaim overlap {} outside shared and dedicated pools", self.reclaim_overlap));
+            return Some(format!(
+                "reclaim overlap {} outside shared and dedicated pools",
+                self.reclaim_overlap
+            ));
         }
         None
     }
@@ -171,7 +174,11 @@ impl Pools {
         let shared = |name: &str| {
             let pool = self.shared.get(name).or_else(|| self.shared.get(DEFAULT_SHARED_POOL));
             let fallbacks = [pool.cloned(), Some(pooled.clone()), Some(self.reclaimed_cpus())];
-            fallbacks.into_iter().flatten().find(|c| !c.is_empty()).unwrap_or_else(|| machine.cpus())
+            fallbacks
+                .into_iter()
+                .flatten()
+                .find(|c| !c.is_empty())
+                .unwrap_or_else(|| machine.cpus())
         };
         let mut out = BTreeMap::new();
         for p in pods {
@@ -207,7 +214,11 @@ mod tests {
         CpuSet::parse(s).unwrap()
     }
 
-    fn targets(shared: &[(&str, usize)], overlap: &[(&str, usize)], ded: &[(&str, usize)]) -> PoolTargets {
+    fn targets(
+        shared: &[(&str, usize)],
+        overlap: &[(&str, usize)],
+        ded: &[(&str, usize)],
+    ) -> PoolTargets {
         let map = |v: &[(&str, usize)]| v.iter().map(|(k, n)| (k.to_string(), *n)).collect();
         PoolTargets {
             shared: map(shared),
@@ -251,7 +262,8 @@ mod tests {
         let all = p.pod_cpusets(&m, &[sys.clone()]);
         assert_eq!(all["uid-sys"], set("0-15"), "no system pool named: every CPU");
         sys.pool = "system-agents".into();
-        let pods = [pods[0].clone(), pods[1].clone(), kpod("r", KatalystQoSLevel::ReclaimedCores, 0), sys];
+        let pods =
+            [pods[0].clone(), pods[1].clone(), kpod("r", KatalystQoSLevel::ReclaimedCores, 0), sys];
         let cs = p.pod_cpusets(&m, &pods);
         assert_eq!(cs["uid-d"], set("2-4"));
         assert_eq!(cs["uid-s"], set("8-13"));
@@ -261,29 +273,32 @@ mod tests {
 
     /// A random pod mix on a random machine.
     fn scenario() -> impl Strategy<Value = (Machine, usize, Vec<KPod>)> {
-        (1u32..=4, 1u32..=8, any::<bool>(), 0usize..=4).prop_flat_map(|(numa, half, smt, reserved)| {
-            let m = Machine::uniform(numa, half * 2, smt, 0);
-            let pod = (0u8..4, 1i64..=12_000, any::<bool>(), 0u8..3).prop_map(|(kind, cpu, ex, pool)| {
-                (kind, cpu, ex, pool)
-            });
-            (Just(m), Just(reserved), proptest::collection::vec(pod, 0..10)).prop_map(|(m, r, raw)| {
-                let pods = raw
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, (kind, cpu, ex, pool))| {
-                        let name = format!("p{i}");
-                        let mut p = match kind {
-                            0 => dedicated(&name, cpu, ex),
-                            1 => kpod(&name, KatalystQoSLevel::ReclaimedCores, cpu),
-                            _ => shared(&name, cpu / 4, 0.5),
-                        };
-                        p.pool = format!("pool{pool}");
-                        p
-                    })
-                    .collect();
-                (m, r, pods)
-            })
-        })
+        (1u32..=4, 1u32..=8, any::<bool>(), 0usize..=4).prop_flat_map(
+            |(numa, half, smt, reserved)| {
+                let m = Machine::uniform(numa, half * 2, smt, 0);
+                let pod = (0u8..4, 1i64..=12_000, any::<bool>(), 0u8..3)
+                    .prop_map(|(kind, cpu, ex, pool)| (kind, cpu, ex, pool));
+                (Just(m), Just(reserved), proptest::collection::vec(pod, 0..10)).prop_map(
+                    |(m, r, raw)| {
+                        let pods = raw
+                            .into_iter()
+                            .enumerate()
+                            .map(|(i, (kind, cpu, ex, pool))| {
+                                let name = format!("p{i}");
+                                let mut p = match kind {
+                                    0 => dedicated(&name, cpu, ex),
+                                    1 => kpod(&name, KatalystQoSLevel::ReclaimedCores, cpu),
+                                    _ => shared(&name, cpu / 4, 0.5),
+                                };
+                                p.pool = format!("pool{pool}");
+                                p
+                            })
+                            .collect();
+                        (m, r, pods)
+                    },
+                )
+            },
+        )
     }
 
     proptest! {

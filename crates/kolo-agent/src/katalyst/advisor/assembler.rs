@@ -327,26 +327,85 @@ mod tests {
         }
         let table = [
             // Reclaim on, no overlap: sizes as regulated (4 + 6 = 10 ≤ 14); reclaim gets 16 − 10 = 6.
-            Row { cfg: &on, regions: vec![(&a, 4), (&b, 6)], shared: &[("a", 4), ("b", 6)], overlap: &[], dedicated: &[], throttled: false },
+            Row {
+                cfg: &on,
+                regions: vec![(&a, 4), (&b, 6)],
+                shared: &[("a", 4), ("b", 6)],
+                overlap: &[],
+                dedicated: &[],
+                throttled: false,
+            },
             // b disallows reclaim: its target is ceil(3.0) = 3, not 6.
-            Row { cfg: &on, regions: vec![(&a, 4), (&b_no, 6)], shared: &[("a", 4), ("b", 3)], overlap: &[], dedicated: &[], throttled: false },
+            Row {
+                cfg: &on,
+                regions: vec![(&a, 4), (&b_no, 6)],
+                shared: &[("a", 4), ("b", 3)],
+                overlap: &[],
+                dedicated: &[],
+                throttled: false,
+            },
             // Too big: 10 + 8 = 18 > 14 → ⌈140/18⌉ = 8, ⌈112/18⌉ = 7 = 15; ratios 8/10 > 7/8? 64 < 70: b → 6.
-            Row { cfg: &on, regions: vec![(&a, 10), (&b, 8)], shared: &[("a", 8), ("b", 6)], overlap: &[], dedicated: &[], throttled: true },
+            Row {
+                cfg: &on,
+                regions: vec![(&a, 10), (&b, 8)],
+                shared: &[("a", 8), ("b", 6)],
+                overlap: &[],
+                dedicated: &[],
+                throttled: true,
+            },
             // Reclaim off: targets are requests ceil(5.5) = 6, 3 → stretched to 14: ⌊84/9⌋ = 9, ⌊42/9⌋ = 4, +1 to a (fraction 3/9 vs 6/9 → b): 9, 5.
-            Row { cfg: &off, regions: vec![(&a, 4), (&b, 6)], shared: &[("a", 9), ("b", 5)], overlap: &[], dedicated: &[], throttled: false },
+            Row {
+                cfg: &off,
+                regions: vec![(&a, 4), (&b, 6)],
+                shared: &[("a", 9), ("b", 5)],
+                overlap: &[],
+                dedicated: &[],
+                throttled: false,
+            },
             // Overlap mode: available = 16; 4 + 6 stretched: ⌊64/10⌋ = 6, ⌊96/10⌋ = 9, +1 to a (4/10 vs 6/10 → b) → 6, 10;
             // overlap = size − target: 2 and 4 (6 ≥ Σrfr = 2).
-            Row { cfg: &overlap, regions: vec![(&a, 4), (&b, 6)], shared: &[("a", 6), ("b", 10)], overlap: &[("a", 2), ("b", 4)], dedicated: &[], throttled: false },
+            Row {
+                cfg: &overlap,
+                regions: vec![(&a, 4), (&b, 6)],
+                shared: &[("a", 6), ("b", 10)],
+                overlap: &[("a", 2), ("b", 4)],
+                dedicated: &[],
+                throttled: false,
+            },
             // Exclusive dedicated, size 5 on node 2: overlap max(1, 8 − 5) = 3.
-            Row { cfg: &on, regions: vec![(&ex, 5)], shared: &[], overlap: &[], dedicated: &[("ex", 3)], throttled: false },
+            Row {
+                cfg: &on,
+                regions: vec![(&ex, 5)],
+                shared: &[],
+                overlap: &[],
+                dedicated: &[("ex", 3)],
+                throttled: false,
+            },
             // ... disallowing reclaim: requirement = 8 → max(1, 0) = 1 (the kept quirk).
-            Row { cfg: &on, regions: vec![(&ex_no, 5)], shared: &[], overlap: &[], dedicated: &[("ex", 1)], throttled: false },
+            Row {
+                cfg: &on,
+                regions: vec![(&ex_no, 5)],
+                shared: &[],
+                overlap: &[],
+                dedicated: &[("ex", 1)],
+                throttled: false,
+            },
             // Non-exclusive with 6 CPUs, size 4: overlap 2.
-            Row { cfg: &on, regions: vec![(&ne, 4)], shared: &[], overlap: &[], dedicated: &[("ne", 2)], throttled: false },
+            Row {
+                cfg: &on,
+                regions: vec![(&ne, 4)],
+                shared: &[],
+                overlap: &[],
+                dedicated: &[("ne", 2)],
+                throttled: false,
+            },
         ];
-        let map = |v: &[(&str, usize)]| v.iter().map(|(k, n)| (k.to_string(), *n)).collect::<BTreeMap<_, _>>();
+        let map = |v: &[(&str, usize)]| {
+            v.iter().map(|(k, n)| (k.to_string(), *n)).collect::<BTreeMap<_, _>>()
+        };
         for (i, row) in table.iter().enumerate() {
-            let regions: Vec<Sized<'_>> = row.regions.iter().map(|(r, size)| Sized { region: r, size: *size }).collect();
+            let regions: Vec<Sized<'_>> =
+                row.regions.iter().map(|(r, size)| Sized { region: r, size: *size }).collect();
             let out = assemble(row.cfg, &ess, &[0, 1], &regions);
             assert_eq!(out.targets.shared, map(row.shared), "row {i}");
             assert_eq!(out.targets.shared_overlap, map(row.overlap), "row {i}");
@@ -361,7 +420,8 @@ mod tests {
         // targets 6 and 10 (no idle part): 4 spread by size, largest first:
         // b ⌈4 × 10/16⌉ = 3, a min(⌈4 × 6/16⌉ = 2, 1 left) = 1.
         let m = Machine::uniform(2, 8, true, 0);
-        let cfg = KatalystConfig { allow_shared_overlap_reclaimed: true, ..KatalystConfig::default() };
+        let cfg =
+            KatalystConfig { allow_shared_overlap_reclaimed: true, ..KatalystConfig::default() };
         let ess = Essentials::new(&m, &CpuSet::default(), &cfg);
         let (a, b) = (share("a", 1.0, true), share("b", 1.0, true));
         let regions = [Sized { region: &a, size: 6 }, Sized { region: &b, size: 10 }];

@@ -118,12 +118,26 @@ mod tests {
             ..PodUsage::default()
         };
         let d = dedicated("d", 2_000, false);
-        let ded = crate::katalyst::dedicated::allocate(&m, &CpuSet::default(), &DedicatedCheckpoint::default(), &[d.clone()]).checkpoint;
+        let ded = crate::katalyst::dedicated::allocate(
+            &m,
+            &CpuSet::default(),
+            &DedicatedCheckpoint::default(),
+            &[d.clone()],
+        )
+        .checkpoint;
         // (pod, request milli, usage, reclaim allowed, config, expected cores, source)
         let s = kpod("s", KatalystQoSLevel::SharedCores, 0);
         let table = [
             // max(2 × 1.25 = 2.5, 1.5, 3.0) = 3.0
-            (&s, 1_000, usage(Some(2.0), Some(1.5), Some(3.0)), true, &on, 3.0, EstimateSource::Usage),
+            (
+                &s,
+                1_000,
+                usage(Some(2.0), Some(1.5), Some(3.0)),
+                true,
+                &on,
+                3.0,
+                EstimateSource::Usage,
+            ),
             // max(2 × 1.25 = 2.5, 1.5) = 2.5
             (&s, 1_000, usage(Some(2.0), Some(1.5), None), true, &on, 2.5, EstimateSource::Usage),
             // zeros do not count: load 0.0 ignored, usage 0.4 × 1.25 = 0.5
@@ -143,7 +157,11 @@ mod tests {
             p.cpu_request_milli = req;
             p.usage = u;
             p.reclaim_allowed = allowed;
-            assert_eq!(estimate(&p, cfg, &ess, &ded), Estimate { cores, source }, "{u:?} {allowed}");
+            assert_eq!(
+                estimate(&p, cfg, &ess, &ded),
+                Estimate { cores, source },
+                "{u:?} {allowed}"
+            );
         }
     }
 }

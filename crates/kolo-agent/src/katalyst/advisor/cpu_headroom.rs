@@ -108,7 +108,16 @@ mod tests {
         // SA-4 style: union supply = 8 − (0.6+0.6+0.6+0.6 + 0.5×4 = 4.4) + 2.0 reclaimed
         // use = 5.6 → 5.6 / 2 = 2.8 → 2 per node → 4000m.
         let meas = CpuMeasurements {
-            cpu_usage: busy(&[(4, 0.6), (5, 0.6), (6, 0.6), (7, 0.6), (12, 0.5), (13, 0.5), (14, 0.5), (15, 0.5)]),
+            cpu_usage: busy(&[
+                (4, 0.6),
+                (5, 0.6),
+                (6, 0.6),
+                (7, 0.6),
+                (12, 0.5),
+                (13, 0.5),
+                (14, 0.5),
+                (15, 0.5),
+            ]),
             reclaimed_usage: busy(&[(0, 1.0), (1, 1.0)]),
             reclaimed_quota: None,
         };
@@ -118,7 +127,12 @@ mod tests {
         // A dedicated pod bound to node 1 with 2 overlapped CPUs (10-11):
         // node 1: |12-15 ∪ 10-11| = 6 − (4 × 0.5 + 10, 11 idle) = 4 + 1.0 = 5.0 → 5;
         // node 0 alone: 4 − 2.4 + 1.0 = 2.6 → 2.
-        let ded = DedicatedAllocation { pod: "ns/d".into(), numa: 1, cpus: set("8-11"), exclusive: false };
+        let ded = DedicatedAllocation {
+            pod: "ns/d".into(),
+            numa: 1,
+            cpus: set("8-11"),
+            exclusive: false,
+        };
         let pools2 = Pools {
             reclaim: set("4-7,12-15"),
             reclaim_overlap: set("10-11"),
@@ -135,6 +149,9 @@ mod tests {
         assert_eq!(cpu_headroom(&cfg, &m, &pools2, &capped, &BTreeSet::new()).millicpu, 3000);
         // Reclaim disabled: 0.
         let off = KatalystConfig { enable_reclaim: false, ..cfg };
-        assert_eq!(cpu_headroom(&off, &m, &pools2, &meas, &BTreeSet::new()), CpuHeadroom::default());
+        assert_eq!(
+            cpu_headroom(&off, &m, &pools2, &meas, &BTreeSet::new()),
+            CpuHeadroom::default()
+        );
     }
 }

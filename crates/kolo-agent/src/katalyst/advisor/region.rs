@@ -148,7 +148,12 @@ pub fn regions(
     }
     let mut out = Vec::new();
     for (pool, members) in share {
-        out.push(skeleton(format!("share-{pool}"), RegionKind::Share { pool }, unbound.clone(), &members));
+        out.push(skeleton(
+            format!("share-{pool}"),
+            RegionKind::Share { pool },
+            unbound.clone(),
+            &members,
+        ));
     }
     let by_uid: BTreeMap<&str, &KPod> = pods.iter().map(|p| (p.uid.as_str(), p)).collect();
     for (uid, a) in &dedicated.allocations {
@@ -166,13 +171,20 @@ pub fn regions(
     let numas = machine.numa.len().max(1) as f64;
     for r in &mut out {
         let on = |n: &u32| regions_on[n] as f64;
-        r.reserved_for_allocate = r.numas.iter().map(|n| cfg.reserved_for_allocate / numas / on(n)).sum();
+        r.reserved_for_allocate =
+            r.numas.iter().map(|n| cfg.reserved_for_allocate / numas / on(n)).sum();
         r.reserved_for_reclaim =
             r.numas.iter().map(|n| ess.reserved_for_reclaim[n] as f64 / on(n)).sum();
-        let spare = (ess.available(&r.numas) as f64 - ess.reclaim_reserve(&r.numas) as f64).max(0.0);
+        let spare =
+            (ess.available(&r.numas) as f64 - ess.reclaim_reserve(&r.numas) as f64).max(0.0);
         let (upper, lower) = match &r.kind {
             RegionKind::Share { .. } => {
-                let largest = r.pods.iter().filter_map(|u| by_uid.get(u.as_str())).map(|p| p.cpus_needed()).max();
+                let largest = r
+                    .pods
+                    .iter()
+                    .filter_map(|u| by_uid.get(u.as_str()))
+                    .map(|p| p.cpus_needed())
+                    .max();
                 let floor = cfg.min_share_cpus.max(largest.unwrap_or(0) as f64);
                 // kolo: the floor may eat into the reclaim reserve, never past the nodes.
                 let floor = floor.min(ess.available(&r.numas) as f64);
@@ -181,7 +193,8 @@ pub fn regions(
             RegionKind::Dedicated { exclusive: true, .. } => (spare, cfg.min_dedicated_cpus),
             RegionKind::Dedicated { exclusive: false, uid, .. } => {
                 let p = by_uid[uid.as_str()];
-                let limit = if p.cpu_limit_milli > 0 { p.cpu_limit_milli } else { p.cpu_request_milli };
+                let limit =
+                    if p.cpu_limit_milli > 0 { p.cpu_limit_milli } else { p.cpu_request_milli };
                 ((limit as f64 / 1000.0).max(1.0), cfg.min_dedicated_cpus)
             }
         };
@@ -255,7 +268,13 @@ mod tests {
         b.pool = "batch".into();
         let pods = [shared("a", 1_000, 0.5), b];
         let rs = regions(&m, &cfg, &ess, &pods, &DedicatedCheckpoint::default());
-        assert_eq!(rs.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(), ["share-batch", "share-share"]);
-        assert_eq!((rs[0].reserved_for_allocate, rs[0].reserved_for_reclaim, rs[0].upper), (2.0, 2.0, 10.0));
+        assert_eq!(
+            rs.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(),
+            ["share-batch", "share-share"]
+        );
+        assert_eq!(
+            (rs[0].reserved_for_allocate, rs[0].reserved_for_reclaim, rs[0].upper),
+            (2.0, 2.0, 10.0)
+        );
     }
 }

@@ -15,7 +15,9 @@
 use std::cmp::Ordering;
 use std::time::Duration;
 
-use super::{EvictionInput, EvictionPlugin, EvictionPod, EvictionState, Met, Scope, Verdict, elapsed};
+use super::{
+    EvictionInput, EvictionPlugin, EvictionPod, EvictionState, Met, Scope, Verdict, elapsed,
+};
 
 /// The plugin's name.
 pub const NAME: &str = "cpu-pressure-load";
@@ -43,14 +45,16 @@ impl EvictionPlugin for CpuLoadPressure {
     fn threshold_met(&self, input: &EvictionInput<'_>, state: &mut EvictionState) -> Verdict {
         let mut best: Option<(Met, String, f64, f64, Vec<&EvictionPod>)> = None;
         for (name, cpus) in input.pools {
-            let on_pool: Vec<&EvictionPod> = input.pods.iter().filter(|p| p.cpus.intersects(cpus)).collect();
+            let on_pool: Vec<&EvictionPod> =
+                input.pods.iter().filter(|p| p.cpus.intersects(cpus)).collect();
             let load: f64 = on_pool.iter().map(|p| p.load_1min).sum();
             let ring = state.load_samples.entry(name.clone()).or_default();
             ring.push((load, cpus.len()));
             if ring.len() > RING {
                 ring.remove(0);
             }
-            let over = |ratio: f64| ring.iter().filter(|(l, size)| *l > *size as f64 * ratio).count();
+            let over =
+                |ratio: f64| ring.iter().filter(|(l, size)| *l > *size as f64 * ratio).count();
             let met = if over(UPPER_RATIO) >= MET_SAMPLES {
                 Met::HardMet
             } else if over(LOWER_RATIO) >= MET_SAMPLES {
@@ -77,7 +81,9 @@ impl EvictionPlugin for CpuLoadPressure {
         let Some((mut met, mut reason, observed, threshold, mut pods)) = best else {
             return Verdict::not_met(NAME, Scope::Cpu, "no shared pool over its load bounds");
         };
-        if met == Met::HardMet && state.last_eviction.get(NAME).is_some_and(|t| elapsed(input.now, *t) < COOL_DOWN) {
+        if met == Met::HardMet
+            && state.last_eviction.get(NAME).is_some_and(|t| elapsed(input.now, *t) < COOL_DOWN)
+        {
             met = Met::SoftMet;
             reason.push_str(" (hard eviction cooling down)");
         }

@@ -265,11 +265,22 @@ pub fn run(
             if let Some(p) = v.candidates.iter().find_map(valid) {
                 if !force.iter().any(|f| f.uid == p.uid) {
                     let reason = v.reason.clone();
-                    force.push(Victim { uid: p.uid.clone(), pod: p.key.clone(), plugin: v.plugin, force: true, reason });
+                    force.push(Victim {
+                        uid: p.uid.clone(),
+                        pod: p.key.clone(),
+                        plugin: v.plugin,
+                        force: true,
+                        reason,
+                    });
                 }
             }
         } else if counted {
-            soft.extend(v.candidates.iter().filter_map(valid).map(|p| (p, v.scope, v.plugin, v.reason.clone())));
+            soft.extend(
+                v.candidates
+                    .iter()
+                    .filter_map(valid)
+                    .map(|p| (p, v.scope, v.plugin, v.reason.clone())),
+            );
         }
         plan.verdicts.push(v);
     }

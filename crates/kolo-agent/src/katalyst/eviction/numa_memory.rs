@@ -19,7 +19,9 @@
 
 use std::time::Duration;
 
-use super::{EvictionInput, EvictionPlugin, EvictionPod, EvictionState, Met, Scope, Verdict, rank_by_usage};
+use super::{
+    EvictionInput, EvictionPlugin, EvictionPod, EvictionState, Met, Scope, Verdict, rank_by_usage,
+};
 
 /// The plugin's name.
 pub const NAME: &str = "numa-memory-pressure";
@@ -170,7 +172,13 @@ mod tests {
         // Zoneinfo: low 1 GiB + 256 MiB = 1.25 GiB; min 0.5 GiB + 1 GiB = 1.5 GiB;
         // inactive file 2 GiB < max(4 GiB, 1.25 GiB) → low = max(4, 2.25) GiB = 4 GiB.
         let z = Zone { min: GIB / 2, low: GIB, inactive_file: 2 * GIB };
-        let n = |free: u64| NumaMemory { id: 0, total: 64 * GIB, free, zone: Some(z), watermark_scale_factor: 10 };
+        let n = |free: u64| NumaMemory {
+            id: 0,
+            total: 64 * GIB,
+            free,
+            zone: Some(z),
+            watermark_scale_factor: 10,
+        };
         assert_eq!(watermarks(&n(0)), (GIB + GIB / 2, 4 * GIB));
         // Plenty of inactive file: low stays 1.25 GiB.
         let rich = NumaMemory { zone: Some(Zone { inactive_file: 10 * GIB, ..z }), ..n(0) };
@@ -180,14 +188,14 @@ mod tests {
         assert_eq!(watermarks(&bare), (0, 64 * GIB / 1000));
         // (free, counter before, counter after, action)
         let table = [
-            (8 * GIB, 0, 0, Action::None),                  // above low
-            (8 * GIB, 9, 6, Action::None),                  // −1 then capped at 6
-            (7 * GIB / 2, 0, 1, Action::None),              // below low (3.5 < 4): +1
-            (7 * GIB / 2, 2, 3, Action::None),              // 3 > 2 but 3.5 ≥ (1.5+4)/2 = 2.75 and ≥ 3: +1 only
-            (5 * GIB / 2, 2, 4, Action::None),              // 2.5 < 2.75: +2
-            (5 * GIB / 2, 5, 7, Action::Reclaimed),         // 7 > 6
-            (5 * GIB / 2, 10, 12, Action::Any),             // 12 ≥ 12
-            (GIB, 0, 6, Action::Reclaimed),                 // below min: jump to 6, act now
+            (8 * GIB, 0, 0, Action::None),          // above low
+            (8 * GIB, 9, 6, Action::None),          // −1 then capped at 6
+            (7 * GIB / 2, 0, 1, Action::None),      // below low (3.5 < 4): +1
+            (7 * GIB / 2, 2, 3, Action::None), // 3 > 2 but 3.5 ≥ (1.5+4)/2 = 2.75 and ≥ 3: +1 only
+            (5 * GIB / 2, 2, 4, Action::None), // 2.5 < 2.75: +2
+            (5 * GIB / 2, 5, 7, Action::Reclaimed), // 7 > 6
+            (5 * GIB / 2, 10, 12, Action::Any), // 12 ≥ 12
+            (GIB, 0, 6, Action::Reclaimed),    // below min: jump to 6, act now
         ];
         for (free, before, after, action) in table {
             let mut c = before;

@@ -20,7 +20,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::{EvictionInput, EvictionPlugin, EvictionPod, EvictionState, Met, Scope, Verdict, elapsed, rank_by_usage};
+use super::{
+    EvictionInput, EvictionPlugin, EvictionPod, EvictionState, Met, Scope, Verdict, elapsed,
+    rank_by_usage,
+};
 
 /// The plugin's name.
 pub const NAME: &str = "system-memory-pressure";
@@ -66,11 +69,14 @@ pub struct SystemMemoryPressure;
 fn psi_pressure(psi: &MemoryPsi, pods: &[EvictionPod]) -> bool {
     let levels: Vec<f64> = pods
         .iter()
-        .filter(|p| !p.is_reclaimed() && p.level() != kolo_api::katalyst::KatalystQoSLevel::SystemCores)
+        .filter(|p| {
+            !p.is_reclaimed() && p.level() != kolo_api::katalyst::KatalystQoSLevel::SystemCores
+        })
         .filter_map(|p| psi.pod_avg10.get(&p.uid).copied())
         .collect();
     let pressured = levels.iter().filter(|v| **v > 1.0).count();
-    let mean = if levels.is_empty() { 0.0 } else { levels.iter().sum::<f64>() / levels.len() as f64 };
+    let mean =
+        if levels.is_empty() { 0.0 } else { levels.iter().sum::<f64>() / levels.len() as f64 };
     psi.burstable_avg10 >= 15.0 && pressured >= 3 && mean >= 4.0
 }
 
@@ -88,7 +94,8 @@ impl EvictionPlugin for SystemMemoryPressure {
         if !psi_now {
             state.psi_since = None;
         }
-        let episode = psi_now.then(|| elapsed(input.now, *state.psi_since.get_or_insert(input.now)));
+        let episode =
+            psi_now.then(|| elapsed(input.now, *state.psi_since.get_or_insert(input.now)));
         let any_pod = episode.is_some_and(|e| e >= PSI_ANY_AFTER);
         let reclaimed = m.free < watermark || episode.is_some_and(|e| e >= PSI_RECLAIMED_AFTER);
         if !reclaimed && !any_pod {
@@ -100,7 +107,8 @@ impl EvictionPlugin for SystemMemoryPressure {
         } else {
             format!("memory PSI pressure for {:?}", episode.unwrap_or_default())
         };
-        let cooling = state.last_eviction.get(NAME).is_some_and(|t| elapsed(input.now, *t) < COOL_DOWN);
+        let cooling =
+            state.last_eviction.get(NAME).is_some_and(|t| elapsed(input.now, *t) < COOL_DOWN);
         let candidates = if cooling {
             reason.push_str(" (cooling down)");
             Vec::new()
@@ -123,7 +131,8 @@ impl EvictionPlugin for SystemMemoryPressure {
 
 /// Pods on the node with least free memory using ≥ 0.1 % of it.
 fn candidates(m: &SystemMemory, pods: &[EvictionPod], reclaimed_only: bool) -> Vec<String> {
-    let tightest = m.numa.iter().min_by_key(|(_, (free, _))| *free).map(|(id, (_, total))| (*id, *total));
+    let tightest =
+        m.numa.iter().min_by_key(|(_, (free, _))| *free).map(|(id, (_, total))| (*id, *total));
     let usage = |p: &EvictionPod| match tightest {
         Some((id, _)) => p.memory_by_numa.get(&id).copied().unwrap_or(0),
         None => p.memory,

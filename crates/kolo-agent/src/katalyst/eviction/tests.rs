@@ -40,7 +40,13 @@ impl EvictionPlugin for Scripted {
     }
 }
 
-fn verdict(plugin: &'static str, met: Met, scope: Scope, grace: u64, candidates: &[&str]) -> Verdict {
+fn verdict(
+    plugin: &'static str,
+    met: Met,
+    scope: Scope,
+    grace: u64,
+    candidates: &[&str],
+) -> Verdict {
     Verdict {
         plugin,
         met,
@@ -54,7 +60,11 @@ fn verdict(plugin: &'static str, met: Met, scope: Scope, grace: u64, candidates:
     }
 }
 
-fn input<'a>(now: i64, pods: &'a [EvictionPod], pools: &'a BTreeMap<String, CpuSet>) -> EvictionInput<'a> {
+fn input<'a>(
+    now: i64,
+    pods: &'a [EvictionPod],
+    pools: &'a BTreeMap<String, CpuSet>,
+) -> EvictionInput<'a> {
     EvictionInput { now: at(now), pods, system_memory: None, numa_memory: &[], pools }
 }
 
@@ -91,7 +101,13 @@ fn soft_picks_one_reclaimed_lowest_priority_first() {
         pod("r-low-a", KatalystQoSLevel::ReclaimedCores, 10, 1),
     ];
     let pools = BTreeMap::new();
-    let p = Scripted(verdict("p", Met::SoftMet, Scope::Cpu, 0, &["s-low", "r-high", "r-low-b", "r-low-a"]));
+    let p = Scripted(verdict(
+        "p",
+        Met::SoftMet,
+        Scope::Cpu,
+        0,
+        &["s-low", "r-high", "r-low-b", "r-low-a"],
+    ));
     let (plan, _) = run(&[&p], &input(0, &pods, &pools), &EvictionState::default(), DEFAULT_BURST);
     // Reclaimed before shared, priority 10 before 100, then name ascending (sorted desc, last taken).
     assert_eq!(evicted(&plan), [("ns/r-low-a", false)]);
@@ -123,7 +139,8 @@ fn grace_periods_and_the_burst_limit() {
         })
         .collect();
     let refs: Vec<&dyn EvictionPlugin> = plugins.iter().map(|p| p as &dyn EvictionPlugin).collect();
-    let (plan, state) = run(&refs, &input(0, &pods, &pools), &EvictionState::default(), DEFAULT_BURST);
+    let (plan, state) =
+        run(&refs, &input(0, &pods, &pools), &EvictionState::default(), DEFAULT_BURST);
     assert_eq!(plan.evict.len(), 3);
     assert_eq!(plan.held_back.len(), 2);
     assert_eq!(state.last_eviction.len(), 3);
@@ -138,7 +155,12 @@ fn system_memory_watermark_psi_and_cool_down() {
     ];
     let pools = BTreeMap::new();
     // 64 GiB, wsf 10: watermark 64 GiB × 10 / 10000 = 68719476 bytes (≈ 65.5 MiB).
-    let mut mem = SystemMemory { total: 64 * GIB, free: 60 << 20, watermark_scale_factor: 10, ..SystemMemory::default() };
+    let mut mem = SystemMemory {
+        total: 64 * GIB,
+        free: 60 << 20,
+        watermark_scale_factor: 10,
+        ..SystemMemory::default()
+    };
     let plugin = SystemMemoryPressure;
     let run_at = |now: i64, mem: &SystemMemory, state: &EvictionState| {
         let inp = EvictionInput { system_memory: Some(mem), ..input(now, &pods, &pools) };
