@@ -252,7 +252,8 @@ mod tests {
     #[test]
     fn stretch_and_scale_table() {
         // (targets, available, stretched, scaled down)
-        let table: [(&[usize], usize, &[usize], &[usize]); 5] = [
+        type Row<'a> = (&'a [usize], usize, &'a [usize], &'a [usize]);
+        let table: [Row; 5] = [
             // 4 + 4 → 14: 7 + 7.
             (&[4, 4], 14, &[7, 7], &[4, 4]),
             // 2 + 4 → 9: ⌊18/6⌋ = 3, ⌊36/6⌋ = 6 → 3 + 6 = 9.

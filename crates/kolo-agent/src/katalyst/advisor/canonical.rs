@@ -122,7 +122,7 @@ mod tests {
             &m,
             &CpuSet::default(),
             &DedicatedCheckpoint::default(),
-            &[d.clone()],
+            std::slice::from_ref(&d),
         )
         .checkpoint;
         // (pod, request milli, usage, reclaim allowed, config, expected cores, source)

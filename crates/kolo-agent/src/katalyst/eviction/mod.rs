@@ -107,7 +107,7 @@ impl EvictionPod {
 
 /// Ranks `pods` the way the memory plugins do: reclaimed first, lower
 /// priority first, then larger `usage` first, then name.
-pub fn rank_by_usage<'a>(pods: &mut [&'a EvictionPod], usage: impl Fn(&EvictionPod) -> u64) {
+pub fn rank_by_usage(pods: &mut [&EvictionPod], usage: impl Fn(&EvictionPod) -> u64) {
     pods.sort_by(|a, b| {
         b.is_reclaimed()
             .cmp(&a.is_reclaimed())
@@ -262,17 +262,17 @@ pub fn run(
             elapsed(input.now, since) >= v.grace
         };
         if counted && v.met == Met::HardMet {
-            if let Some(p) = v.candidates.iter().find_map(valid) {
-                if !force.iter().any(|f| f.uid == p.uid) {
-                    let reason = v.reason.clone();
-                    force.push(Victim {
-                        uid: p.uid.clone(),
-                        pod: p.key.clone(),
-                        plugin: v.plugin,
-                        force: true,
-                        reason,
-                    });
-                }
+            // The first valid candidate another plugin did not take already.
+            let fresh = |p: &&EvictionPod| !force.iter().any(|f| f.uid == p.uid);
+            if let Some(p) = v.candidates.iter().filter_map(valid).find(fresh) {
+                let reason = v.reason.clone();
+                force.push(Victim {
+                    uid: p.uid.clone(),
+                    pod: p.key.clone(),
+                    plugin: v.plugin,
+                    force: true,
+                    reason,
+                });
             }
         } else if counted {
             soft.extend(
