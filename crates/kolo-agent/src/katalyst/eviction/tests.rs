@@ -243,3 +243,70 @@ fn cpu_load_on_a_shared_pool_evicts_the_overlapping_reclaimed_pod() {
     assert_eq!(last.verdicts[0].met, Met::HardMet);
     assert_eq!(evicted(&last), [("ns/r", true)]);
 }
+
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    const PLUGINS: [&str; 4] = ["p0", "p1", "p2", "p3"];
+    const LEVELS: [KatalystQoSLevel; 4] = [
+        KatalystQoSLevel::DedicatedCores,
+        KatalystQoSLevel::SharedCores,
+        KatalystQoSLevel::ReclaimedCores,
+        KatalystQoSLevel::SystemCores,
+    ];
+
+    proptest! {
+        #[test]
+        fn never_dedicated_system_or_critical_and_at_most_burst(
+            pods in proptest::collection::vec((0usize..4, -5i32..5, any::<bool>()), 1..8),
+            verdicts in proptest::collection::vec((0u8..3, proptest::collection::vec(0usize..8, 0..6)), 4),
+            burst in 0usize..4,
+        ) {
+            let pods: Vec<EvictionPod> = pods
+                .iter()
+                .enumerate()
+                .map(|(i, (level, priority, critical))| {
+                    let mut p = pod(&format!("x{i}"), LEVELS[*level], *priority, 1);
+                    p.critical = *critical;
+                    p
+                })
+                .collect();
+            let plugins: Vec<Scripted> = verdicts
+                .iter()
+                .enumerate()
+                .map(|(i, (met, cands))| {
+                    let met = [Met::NotMet, Met::SoftMet, Met::HardMet][usize::from(*met)];
+                    let names: Vec<String> = cands.iter().map(|c| format!("x{c}")).collect();
+                    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+                    Scripted(verdict(PLUGINS[i], met, Scope::Memory, 0, &refs))
+                })
+                .collect();
+            let refs: Vec<&dyn EvictionPlugin> = plugins.iter().map(|p| p as &dyn EvictionPlugin).collect();
+            let pools = BTreeMap::new();
+            let (plan, _) = run(&refs, &input(0, &pods, &pools), &EvictionState::default(), burst);
+            prop_assert!(plan.evict.len() <= burst);
+            prop_assert!(plan.evict.iter().filter(|v| !v.force).count() <= 1);
+            let mut seen = std::collections::BTreeSet::new();
+            for v in plan.evict.iter().chain(&plan.held_back) {
+                let p = pods.iter().find(|p| p.uid == v.uid).unwrap();
+                prop_assert!(p.evictable(), "{} evicted", p.key);
+                prop_assert!(seen.insert(v.uid.clone()), "{} twice", p.key);
+            }
+            // A soft pick is reclaimed whenever a reclaimed soft candidate was valid.
+            let soft_valid: Vec<&EvictionPod> = plugins
+                .iter()
+                .filter(|s| s.0.met == Met::SoftMet)
+                .flat_map(|s| s.0.candidates.iter())
+                .filter_map(|u| pods.iter().find(|p| &p.uid == u))
+                .filter(|p| p.evictable() && !plan.evict.iter().chain(&plan.held_back).any(|v| v.force && v.uid == p.uid))
+                .collect();
+            if let Some(pick) = plan.evict.iter().chain(&plan.held_back).find(|v| !v.force) {
+                let pick = pods.iter().find(|p| p.uid == pick.uid).unwrap();
+                if soft_valid.iter().any(|p| p.is_reclaimed()) {
+                    prop_assert!(pick.is_reclaimed());
+                }
+            }
+        }
+    }
+}
