@@ -302,31 +302,51 @@ mod tests {
         }
     }
 
-    #[test]
-    fn assembler_table() {
-        // 3 NUMA × 8 CPUs, no reserve: numaAvailable 8 each, rfr = 4/3 = 1 each.
-        // Unbound nodes 0-1: available = 16 − 2 = 14 (non-overlap).
+    /// One assembler case: config, regions with sizes, expected pool
+    /// sizes, shared overlaps, dedicated overlaps, throttled.
+    struct Row<'a> {
+        cfg: &'a KatalystConfig,
+        regions: Vec<(&'a Region, usize)>,
+        shared: &'a [(&'a str, usize)],
+        overlap: &'a [(&'a str, usize)],
+        dedicated: &'a [(&'a str, usize)],
+        throttled: bool,
+    }
+
+    /// 3 NUMA × 8 CPUs, no reserve: numaAvailable 8 each, rfr = 4/3 = 1
+    /// each. Unbound nodes 0-1: available = 16 − 2 = 14 (non-overlap).
+    fn essentials() -> Essentials {
         let m = Machine::uniform(3, 8, true, 0);
         let ess = Essentials::new(&m, &CpuSet::default(), &KatalystConfig::default());
         assert_eq!(ess.reserved_for_reclaim[&0], 1);
+        ess
+    }
+
+    fn check(rows: &[Row<'_>]) {
+        let ess = essentials();
+        let map = |v: &[(&str, usize)]| {
+            v.iter().map(|(k, n)| (k.to_string(), *n)).collect::<BTreeMap<_, _>>()
+        };
+        for (i, row) in rows.iter().enumerate() {
+            let regions: Vec<Sized<'_>> =
+                row.regions.iter().map(|(r, size)| Sized { region: r, size: *size }).collect();
+            let out = assemble(row.cfg, &ess, &[0, 1], &regions);
+            assert_eq!(out.targets.shared, map(row.shared), "row {i}");
+            assert_eq!(out.targets.shared_overlap, map(row.overlap), "row {i}");
+            assert_eq!(out.targets.dedicated_overlap, map(row.dedicated), "row {i}");
+            assert_eq!(out.throttled, row.throttled, "row {i}");
+        }
+    }
+
+    #[test]
+    fn assembler_share_table() {
         let on = KatalystConfig::default();
         let off = KatalystConfig { enable_reclaim: false, ..on.clone() };
         let overlap = KatalystConfig { allow_shared_overlap_reclaimed: true, ..on.clone() };
         let a = share("a", 5.5, true);
         let b = share("b", 3.0, true);
         let b_no = share("b", 3.0, false);
-        let ex = dedicated("ex", true, 8, 2, true);
-        let ex_no = dedicated("ex", true, 8, 2, false);
-        let ne = dedicated("ne", false, 6, 2, true);
-        struct Row<'a> {
-            cfg: &'a KatalystConfig,
-            regions: Vec<(&'a Region, usize)>,
-            shared: &'a [(&'a str, usize)],
-            overlap: &'a [(&'a str, usize)],
-            dedicated: &'a [(&'a str, usize)],
-            throttled: bool,
-        }
-        let table = [
+        check(&[
             // Reclaim on, no overlap: sizes as regulated (4 + 6 = 10 ≤ 14); reclaim gets 16 − 10 = 6.
             Row {
                 cfg: &on,
@@ -354,7 +374,7 @@ mod tests {
                 dedicated: &[],
                 throttled: true,
             },
-            // Reclaim off: targets are requests ceil(5.5) = 6, 3 → stretched to 14: ⌊84/9⌋ = 9, ⌊42/9⌋ = 4, +1 to a (fraction 3/9 vs 6/9 → b): 9, 5.
+            // Reclaim off: targets are requests ceil(5.5) = 6, 3 → stretched to 14: ⌊84/9⌋ = 9, ⌊42/9⌋ = 4, the CPU left to the larger fraction (b: 6/9 > 3/9): 9, 5.
             Row {
                 cfg: &off,
                 regions: vec![(&a, 4), (&b, 6)],
@@ -363,7 +383,7 @@ mod tests {
                 dedicated: &[],
                 throttled: false,
             },
-            // Overlap mode: available = 16; 4 + 6 stretched: ⌊64/10⌋ = 6, ⌊96/10⌋ = 9, +1 to a (4/10 vs 6/10 → b) → 6, 10;
+            // Overlap mode: available = 16; 4 + 6 stretched: ⌊64/10⌋ = 6, ⌊96/10⌋ = 9, the CPU left to b (6/10 > 4/10) → 6, 10;
             // overlap = size − target: 2 and 4 (6 ≥ Σrfr = 2).
             Row {
                 cfg: &overlap,
@@ -373,6 +393,16 @@ mod tests {
                 dedicated: &[],
                 throttled: false,
             },
+        ]);
+    }
+
+    #[test]
+    fn assembler_dedicated_table() {
+        let on = KatalystConfig::default();
+        let ex = dedicated("ex", true, 8, 2, true);
+        let ex_no = dedicated("ex", true, 8, 2, false);
+        let ne = dedicated("ne", false, 6, 2, true);
+        check(&[
             // Exclusive dedicated, size 5 on node 2: overlap max(1, 8 − 5) = 3.
             Row {
                 cfg: &on,
@@ -400,19 +430,7 @@ mod tests {
                 dedicated: &[("ne", 2)],
                 throttled: false,
             },
-        ];
-        let map = |v: &[(&str, usize)]| {
-            v.iter().map(|(k, n)| (k.to_string(), *n)).collect::<BTreeMap<_, _>>()
-        };
-        for (i, row) in table.iter().enumerate() {
-            let regions: Vec<Sized<'_>> =
-                row.regions.iter().map(|(r, size)| Sized { region: r, size: *size }).collect();
-            let out = assemble(row.cfg, &ess, &[0, 1], &regions);
-            assert_eq!(out.targets.shared, map(row.shared), "row {i}");
-            assert_eq!(out.targets.shared_overlap, map(row.overlap), "row {i}");
-            assert_eq!(out.targets.dedicated_overlap, map(row.dedicated), "row {i}");
-            assert_eq!(out.throttled, row.throttled, "row {i}");
-        }
+        ]);
     }
 
     #[test]
