@@ -136,6 +136,39 @@ mod tests {
     }
 
     #[test]
+    fn from_the_sysfs_topology() {
+        use crate::collect::topology::{CpuInfo, NumaNode};
+        let cpu = |id: u32, core: u32, numa: u32| CpuInfo {
+            id,
+            core_id: core,
+            socket_id: numa,
+            numa_node: numa,
+            siblings: CpuSet::default(),
+        };
+        let node = |id: u32, cpus: &str, mem: Option<u64>| NumaNode {
+            id,
+            cpus: set(cpus),
+            memory_total_bytes: mem,
+        };
+        let t = CpuTopology {
+            cpus: vec![cpu(0, 0, 0), cpu(1, 0, 0), cpu(2, 1, 1), cpu(3, 1, 1)],
+            // Node 2 has memory but no CPUs: left out.
+            numa_nodes: vec![
+                node(0, "0-1", Some(1 << 30)),
+                node(1, "2-3", None),
+                node(2, "", Some(1)),
+            ],
+        };
+        let m = Machine::from_topology(&t);
+        assert_eq!(m.numa.len(), 2);
+        assert_eq!((m.numa[0].memory_bytes, m.numa[1].memory_bytes), (1 << 30, 0));
+        assert_eq!(m.cpus(), set("0-3"));
+        assert_eq!((m.numa_of(2), m.numa_of(9)), (Some(1), None));
+        assert!(m.smt());
+        assert_eq!(m.numa_cpus(1), set("2-3"));
+    }
+
+    #[test]
     fn take_balanced_spreads_whole_cores_over_numa_nodes() {
         let m = Machine::uniform(2, 8, true, 0);
         // (from, n, expected)

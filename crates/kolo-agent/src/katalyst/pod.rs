@@ -114,6 +114,50 @@ impl KPod {
 }
 
 #[cfg(test)]
+mod tests {
+    use kolo_api::names::annotation;
+    use kolo_core::resources::ResourceVector;
+
+    use super::*;
+    use crate::qos::testing_b::{be_pod, ls_pod};
+
+    #[test]
+    fn from_pod_state_reads_level_enhancements_and_requests() {
+        // A reclaimed pod: its reclaimed_millicpu (batch-cpu) is its CPU request.
+        let mut r = be_pod("r", 1_500, 1 << 30);
+        r.annotations.insert(annotation::KATALYST_QOS_LEVEL.into(), "reclaimed_cores".into());
+        r.pod.requests = ResourceVector::new().with(ResourceName::BatchCpu, 2_000);
+        let k = KPod::from_pod_state(&r).unwrap();
+        assert_eq!((k.level, k.cpu_request_milli), (KatalystQoSLevel::ReclaimedCores, 2_000));
+        assert_eq!((k.usage.cpu, k.usage.memory), (Some(1.5), Some(1 << 30)));
+        // No annotation: shared, default pool; a named pool; exclusive needs binding.
+        let mut s = ls_pod("s", 0, 0);
+        assert_eq!(KPod::from_pod_state(&s).unwrap().level, KatalystQoSLevel::SharedCores);
+        assert_eq!(KPod::from_pod_state(&s).unwrap().pool, DEFAULT_SHARED_POOL);
+        s.annotations.insert(
+            annotation::KATALYST_CPU_ENHANCEMENT.into(),
+            r#"{"cpuset_pool":"batch"}"#.into(),
+        );
+        assert_eq!(KPod::from_pod_state(&s).unwrap().pool, "batch");
+        let mut d = ls_pod("d", 0, 0);
+        d.annotations.insert(annotation::KATALYST_QOS_LEVEL.into(), "dedicated_cores".into());
+        d.annotations.insert(
+            annotation::KATALYST_MEMORY_ENHANCEMENT.into(),
+            r#"{"numa_exclusive":"true"}"#.into(),
+        );
+        let k = KPod::from_pod_state(&d).unwrap();
+        assert!(
+            !k.numa_binding && !k.numa_exclusive,
+            "numa_exclusive means nothing without numa_binding"
+        );
+        // A malformed enhancement is an error naming it.
+        d.annotations.insert(annotation::KATALYST_CPU_ENHANCEMENT.into(), "pool=x".into());
+        let err = KPod::from_pod_state(&d).unwrap_err().to_string();
+        assert!(err.starts_with("annotation katalyst.kubewharf.io/cpu_enhancement"), "{err}");
+    }
+}
+
+#[cfg(test)]
 pub(crate) mod testing {
     use super::*;
 
