@@ -49,6 +49,9 @@ fn prints_the_pools_their_sizes_and_the_reclaimed_resources() {
     assert_eq!(share["regulated"]["size"], 6);
     assert_eq!(report["podCpusets"]["jobs/batch"], "6-7,14-15");
     assert_eq!(report["podCpusets"]["prod/web"], "8-13");
+    // Memory: db on its node 0; web and batch on the unbound node 1.
+    assert_eq!(report["podMems"]["prod/db"], "0");
+    assert_eq!(report["podMems"]["jobs/batch"], "1");
     assert_eq!(report["cpuHeadroom"]["millicpu"], 4000);
     assert_eq!(report["memoryHeadroom"]["bytes"], 52_720_723_557u64);
 }

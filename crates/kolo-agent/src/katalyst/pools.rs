@@ -201,6 +201,31 @@ impl Pools {
         }
         out
     }
+
+    /// The NUMA nodes every pod's memory may come from (`cpuset.mems`,
+    /// §3.5), by UID: a dedicated pod its node; shared and reclaimed pods
+    /// the nodes no dedicated pod is bound to (every node if there are
+    /// none); system pods every node.
+    pub fn pod_mems(&self, machine: &Machine, pods: &[KPod]) -> BTreeMap<String, CpuSet> {
+        let all: CpuSet = machine.numa.iter().map(|n| n.id).collect();
+        let mut unbound = all.clone();
+        for a in self.dedicated.values() {
+            unbound.remove(a.numa);
+        }
+        if unbound.is_empty() {
+            unbound = all.clone();
+        }
+        let mut out = BTreeMap::new();
+        for p in pods {
+            let mems = match (p.level, self.dedicated.get(&p.uid)) {
+                (KatalystQoSLevel::DedicatedCores, Some(a)) => CpuSet::from_range(a.numa, a.numa),
+                (KatalystQoSLevel::SystemCores, _) => all.clone(),
+                _ => unbound.clone(),
+            };
+            out.insert(p.uid.clone(), mems);
+        }
+        out
+    }
 }
 
 #[cfg(test)]
@@ -269,6 +294,10 @@ mod tests {
         assert_eq!(cs["uid-s"], set("8-13"));
         assert_eq!(cs["uid-r"], set("4-7,12-15"));
         assert_eq!(cs["uid-sys"], set("0-1"));
+        // Memory nodes: d its node 0; the others node 1 (unbound); system all.
+        let mems = p.pod_mems(&m, &pods);
+        let got: Vec<String> = pods.iter().map(|x| mems[&x.uid].to_string()).collect();
+        assert_eq!(got, ["0", "1", "1", "0-1"]);
     }
 
     /// A random pod mix on a random machine.

@@ -59,6 +59,8 @@ pub struct KatalystReport {
     pub memory_headroom: MemoryHeadroom,
     /// Each pod's cpuset, by `namespace/name`.
     pub pod_cpusets: BTreeMap<String, String>,
+    /// Each pod's memory nodes (`cpuset.mems`), by `namespace/name`.
+    pub pod_mems: BTreeMap<String, String>,
     /// Dedicated pods refused, with why.
     pub refused: BTreeMap<String, String>,
 }
@@ -181,6 +183,11 @@ fn build_report(
             .into_iter()
             .map(|(uid, c)| (key(&uid), c.to_string()))
             .collect(),
+        pod_mems: p
+            .pod_mems(machine, pods)
+            .into_iter()
+            .map(|(uid, c)| (key(&uid), c.to_string()))
+            .collect(),
         refused: a
             .dedicated
             .refused
@@ -201,7 +208,8 @@ impl KatalystReport {
             out.push(format!("reclaimed pods also run on {}", self.reclaim_overlap));
         }
         for (pod, cpus) in &self.pod_cpusets {
-            out.push(format!("pod    {pod:<24} cpuset {cpus}"));
+            let mems = self.pod_mems.get(pod).map_or("", String::as_str);
+            out.push(format!("pod    {pod:<24} cpuset {cpus:<16} mems {mems}"));
         }
         for (pod, why) in &self.refused {
             out.push(format!("refused {pod}: {why}"));
