@@ -26,6 +26,7 @@ pub mod collect;
 pub mod doctor;
 pub mod evict;
 pub mod fast_probe;
+pub mod katalyst;
 pub mod kernel;
 pub mod metrics;
 pub mod nodemetric;

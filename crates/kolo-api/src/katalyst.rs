@@ -100,24 +100,49 @@ pub fn qos_level(
     })
 }
 
+/// The CPU enhancements kolo's Katalyst node policy reads.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CpuEnhancement {
+    /// `cpuset_pool`: the named shared pool of a `shared_cores` pod (the
+    /// default pool is `share`), or the `system-*` pool of a
+    /// `system_cores` pod. `None` when absent or empty.
+    pub cpuset_pool: Option<String>,
+}
+
+/// Reads one enhancement annotation as a JSON object of strings; absent
+/// means an empty map.
+fn enhancement_map(
+    annotations: Option<&BTreeMap<String, String>>,
+    key: &'static str,
+) -> Result<BTreeMap<String, String>, KatalystAnnotationError> {
+    let Some(raw) = annotations.and_then(|a| a.get(key)) else {
+        return Ok(BTreeMap::new());
+    };
+    serde_json::from_str(raw)
+        .map_err(|e| KatalystAnnotationError::MalformedEnhancement { key, reason: e.to_string() })
+}
+
 /// Reads `katalyst.kubewharf.io/memory_enhancement`. Absent means no
 /// enhancements; a value that is not a JSON object of strings is an error.
 pub fn memory_enhancement(
     annotations: Option<&BTreeMap<String, String>>,
 ) -> Result<MemoryEnhancement, KatalystAnnotationError> {
-    let Some(raw) = annotations.and_then(|a| a.get(annotation::KATALYST_MEMORY_ENHANCEMENT)) else {
-        return Ok(MemoryEnhancement::default());
-    };
-    let map: BTreeMap<String, String> =
-        serde_json::from_str(raw).map_err(|e| KatalystAnnotationError::MalformedEnhancement {
-            key: annotation::KATALYST_MEMORY_ENHANCEMENT,
-            reason: e.to_string(),
-        })?;
+    let map = enhancement_map(annotations, annotation::KATALYST_MEMORY_ENHANCEMENT)?;
     let flag = |key: &str| map.get(key).is_some_and(|v| v == "true");
     Ok(MemoryEnhancement {
         numa_binding: flag("numa_binding"),
         numa_exclusive: flag("numa_exclusive"),
     })
+}
+
+/// Reads `katalyst.kubewharf.io/cpu_enhancement` (same rules as
+/// [`memory_enhancement`]).
+pub fn cpu_enhancement(
+    annotations: Option<&BTreeMap<String, String>>,
+) -> Result<CpuEnhancement, KatalystAnnotationError> {
+    let map = enhancement_map(annotations, annotation::KATALYST_CPU_ENHANCEMENT)?;
+    let cpuset_pool = map.get("cpuset_pool").filter(|v| !v.is_empty()).cloned();
+    Ok(CpuEnhancement { cpuset_pool })
 }
 
 /// kolo's class for a Katalyst level (see the module table).
@@ -197,5 +222,32 @@ mod tests {
             err.to_string().starts_with("annotation katalyst.kubewharf.io/memory_enhancement:"),
             "{err}"
         );
+        let a = annotations(&[(annotation::KATALYST_CPU_ENHANCEMENT, "[1]")]);
+        let err = cpu_enhancement(Some(&a)).unwrap_err();
+        assert!(
+            err.to_string().starts_with("annotation katalyst.kubewharf.io/cpu_enhancement:"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn cpu_enhancement_names_the_pool() {
+        // (annotation value, expected pool)
+        let table = [
+            (None, None),
+            (Some(r#"{"cpuset_pool":"batch"}"#), Some("batch")),
+            (Some(r#"{"cpuset_pool":""}"#), None),
+            (Some(r#"{"numa_share":"false"}"#), None),
+        ];
+        for (value, want) in table {
+            let a = annotations(
+                &value
+                    .map(|v| (annotation::KATALYST_CPU_ENHANCEMENT, v))
+                    .into_iter()
+                    .collect::<Vec<_>>(),
+            );
+            let got = cpu_enhancement(Some(&a)).unwrap();
+            assert_eq!(got.cpuset_pool.as_deref(), want, "{value:?}");
+        }
     }
 }

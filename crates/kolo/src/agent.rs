@@ -151,6 +151,12 @@ pub enum Command {
         /// Output format.
         #[arg(short, long, value_enum, default_value_t = crate::OutputFormat::Text)]
         output: crate::OutputFormat,
+        /// The node policy: `koordinator` (the strategies' writes and
+        /// evictions) or `katalyst` (the pools, their sizes and why, and
+        /// the reclaimed resources). Default: the state's NodeSLO
+        /// `extensions.nodePolicy`, else koordinator.
+        #[arg(long, value_name = "POLICY")]
+        node_policy: Option<kolo_agent::katalyst::NodePolicy>,
     },
     /// Run the agent for a cluster: like `kolo agent`, and it also writes
     /// its node's NodeMetric status, follows its NodeSLO, and evicts
@@ -273,7 +279,9 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<(), BoxError> {
             Ok(kolo_kube::agent::demo::run(seconds, out)?)
         }
         Some(Command::Cluster(args)) => crate::agent_cluster::run(*args),
-        Some(Command::Plan { state, output }) => plan(&state, output, out),
+        Some(Command::Plan { state, output, node_policy }) => {
+            plan(&state, output, node_policy, out)
+        }
         Some(Command::Nodemetric { common, duration, output }) => {
             crate::logging::init(common.log_format);
             let agent = common.standalone_agent()?;
@@ -315,13 +323,23 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<(), BoxError> {
 fn plan(
     path: &std::path::Path,
     output: crate::OutputFormat,
+    node_policy: Option<kolo_agent::katalyst::NodePolicy>,
     out: &mut dyn Write,
 ) -> Result<(), BoxError> {
+    use kolo_agent::katalyst::NodePolicy;
     use kolo_agent::qos::{PlanReport, state_file::parse_state};
 
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let input =
         parse_state(&text, Timestamp::now()).map_err(|e| format!("{}: {e}", path.display()))?;
+    let policy = match node_policy {
+        Some(p) => p,
+        None => NodePolicy::from_node_slo(&input.slo)
+            .map_err(|e| format!("{}: nodeSLO: {e}", path.display()))?,
+    };
+    if policy == NodePolicy::Katalyst {
+        return plan_katalyst(path, &input.node, output, out);
+    }
     let mut input = input;
     let round = input.plan();
     let report = PlanReport::new(&round, &input.node, input.node.version);
@@ -334,6 +352,31 @@ fn plan(
             if report.writes.is_empty() && report.evictions.is_empty() {
                 writeln!(out, "nothing to do")?;
             }
+            for line in report.lines() {
+                writeln!(out, "{line}")?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `kolo agent plan` with the Katalyst node policy: the pools and why.
+fn plan_katalyst(
+    path: &std::path::Path,
+    node: &kolo_agent::qos::NodeState,
+    output: crate::OutputFormat,
+    out: &mut dyn Write,
+) -> Result<(), BoxError> {
+    use kolo_agent::katalyst::{KatalystConfig, report::report_for_node};
+
+    let report = report_for_node(node, &KatalystConfig::default())
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    match output {
+        crate::OutputFormat::Json => {
+            serde_json::to_writer_pretty(&mut *out, &report)?;
+            writeln!(out)?;
+        }
+        crate::OutputFormat::Text => {
             for line in report.lines() {
                 writeln!(out, "{line}")?;
             }
