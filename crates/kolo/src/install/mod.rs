@@ -203,6 +203,8 @@ fn context(values: &Values) -> Result<Context, InstallError> {
     let mut context = Context::new();
     flatten("", &serde_json::to_value(values).expect("values serialize"), &mut context);
     context.insert("manager.configNamespace".to_string(), values.config_namespace().to_string());
+    context
+        .insert("agent.kubeletSubresource".to_string(), values.kubelet_subresource().to_string());
     let pdb = if values.kube_minor() >= 21 { "policy/v1" } else { "policy/v1beta1" };
     context.insert("pdbApiVersion".to_string(), pdb.to_string());
     for class in kolo_api::PriorityClass::NAMED {

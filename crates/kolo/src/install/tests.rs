@@ -201,3 +201,28 @@ fn kustomization_lists_the_parts_and_splits_the_image() {
     let k: Value = serde_saphyr::from_str(&kustomization(&parts, &v)).unwrap();
     assert_eq!(k["images"][0]["name"], "registry.example:5000/kolo", "a port is not a tag");
 }
+
+#[test]
+fn the_agent_reads_its_kubelet_with_the_narrowest_subresource_the_version_allows() {
+    let rule = |sets: &[&str]| -> String {
+        let objects = parse_objects(&manifests(&values(sets), &[Component::Agent]).unwrap());
+        let role = of_kind(&objects, "ClusterRole")[0].clone();
+        let rules = role["rules"].as_array().unwrap();
+        let nodes: Vec<&str> = rules
+            .iter()
+            .flat_map(|r| r["resources"].as_array().unwrap())
+            .filter_map(|r| r.as_str())
+            .filter(|r| r.starts_with("nodes/"))
+            .collect();
+        assert_eq!(nodes.len(), 1, "{nodes:?}");
+        nodes[0].to_string()
+    };
+    assert_eq!(rule(&[]), "nodes/pods", "1.33: fine-grained kubelet authorization");
+    assert_eq!(rule(&["kubeVersion=1.32"]), "nodes/proxy");
+    assert_eq!(rule(&["agent.kubeletSubresource=proxy"]), "nodes/proxy", "its gate turned off");
+    let err = Values::default()
+        .with_sets(&["agent.kubeletSubresource=exec".to_string()])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("agent.kubeletSubresource"), "{err}");
+}

@@ -94,8 +94,13 @@ pub struct Agent {
     pub memory_limit: String,
     /// Seconds between NodeMetric reports until the NodeMetric's spec says.
     pub report_interval_seconds: u64,
-    /// The port of `/metrics`, `/healthz` and `/readyz` (host network).
+    /// The port of `/metrics`, `/healthz` and `/readyz`.
     pub port: u64,
+    /// The `nodes/…` subresource the agent may get to read its kubelet's
+    /// `/pods`: `pods` (Kubernetes 1.33+, the kubelet's fine-grained
+    /// authorization) or `proxy` (before; it also allows exec). Empty:
+    /// from `kubeVersion`.
+    pub kubelet_subresource: String,
 }
 
 impl Default for Values {
@@ -135,6 +140,7 @@ impl Default for Values {
                 memory_limit: "256Mi".to_string(),
                 report_interval_seconds: 60,
                 port: 9316,
+                kubelet_subresource: String::new(),
             },
         }
     }
@@ -160,6 +166,15 @@ impl Values {
             &self.namespace
         } else {
             &self.manager.config_namespace
+        }
+    }
+
+    /// The `nodes/…` subresource for the kubelet's `/pods`.
+    pub fn kubelet_subresource(&self) -> &str {
+        match self.agent.kubelet_subresource.as_str() {
+            "" if self.kube_minor() >= 33 => "pods",
+            "" => "proxy",
+            set => set,
         }
     }
 
@@ -203,6 +218,9 @@ impl Values {
         request_within_limit("agent", "memory", &a.memory_request, &a.memory_limit)?;
         in_range("agent.reportIntervalSeconds", a.report_interval_seconds, 1, 3600)?;
         in_range("agent.port", a.port, 1, 65535)?;
+        if !a.kubelet_subresource.is_empty() {
+            one_of("agent.kubeletSubresource", &a.kubelet_subresource, &["pods", "proxy"])?;
+        }
         Ok(())
     }
 }
