@@ -103,7 +103,7 @@ impl Histogram {
 }
 
 /// The summary of one policy's run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Summary {
     /// The policy.

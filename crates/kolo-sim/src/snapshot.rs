@@ -230,13 +230,23 @@ pub fn apply(
     // With no fixed pods the generator would draw services up to this
     // fraction; the snapshot's LS pods are all the LS pods there are.
     scenario.ls.requested_fraction = 0.0;
+    let base = if scenario.name.is_empty() {
+        "the scenario".to_string()
+    } else {
+        format!("the {} scenario", scenario.name)
+    };
     scenario.name = if scenario.name.is_empty() {
         format!("snapshot {source_name}")
     } else {
         format!("{} on snapshot {source_name}", scenario.name)
     };
-    scenario.description =
-        format!("{} Started from {imported}.", scenario.description).trim_start().to_string();
+    // The scenario's own description tells of the cluster and LS services
+    // the snapshot replaced: only what is left of it is named.
+    scenario.description = format!(
+        "The nodes and LS pods of {imported}. The batch jobs, the policies and the {} h run come \
+         from {base}, whose own cluster and LS services the snapshot replaces.",
+        scenario.duration_hours
+    );
     Ok(imported)
 }
 
@@ -424,6 +434,11 @@ mod tests {
         assert_eq!(scenario.validate(), Ok(()));
         assert_eq!(scenario.ls.requested_fraction, 0.0);
         assert!(scenario.name.contains("snapshot snap.yaml"), "{}", scenario.name);
+        // The built-in scenario's own cluster ("240 nodes of 32 CPUs") is
+        // gone from the description with the cluster.
+        let d = &scenario.description;
+        assert!(!d.contains("240 nodes") && d.contains("snapshot snap.yaml: 4 nodes"), "{d}");
+        assert!(d.contains("from the builtin scenario"), "{d}");
         // Measured usage is the curve's mean; the rest follow the model.
         let pod = |name: &str| scenario.ls.pods.iter().find(|p| p.name == name).unwrap();
         let web = pod("shop/web-6d4b9c7f5-2xkqz");

@@ -276,6 +276,7 @@ fn run_policy(
     let run = PolicyRun {
         result,
         description: policy.description.clone(),
+        kind: policy.kind,
         wall_seconds: started.elapsed().as_secs_f64(),
     };
     Ok((run, phases))

@@ -6,6 +6,7 @@
 pub mod data;
 pub mod html;
 pub mod plots;
+pub mod story;
 pub mod table;
 
 use crate::engine::RunResult;
@@ -17,6 +18,8 @@ pub struct PolicyRun {
     pub result: RunResult,
     /// What the policy is.
     pub description: String,
+    /// Its kind (what the report's story compares).
+    pub kind: crate::policy::PolicyKind,
     /// Wall time of the run, seconds.
     pub wall_seconds: f64,
 }

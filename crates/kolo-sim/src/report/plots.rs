@@ -69,6 +69,22 @@ type Root<'b> = DrawingArea<SVGBackend<'b>, plotters::coord::Shift>;
 type TimeChart<'a, 'b> =
     ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
+/// The hour ticks of an axis up to `hours`: every 6 h for a day or more
+/// (0, 6, 12, 18, 24), every 1 or 2 h for shorter runs, at most 9.
+pub fn hour_ticks(hours: f64) -> Vec<f64> {
+    let step = [1.0, 2.0, 6.0, 12.0, 24.0, 48.0, 168.0]
+        .into_iter()
+        .find(|step| hours / step <= 8.0)
+        .unwrap_or(24.0 * ((hours / 24.0 / 8.0).ceil()));
+    let mut ticks = Vec::new();
+    let mut t = 0.0;
+    while t <= hours + 1e-9 {
+        ticks.push(t);
+        t += step;
+    }
+    ticks
+}
+
 /// A chart over simulated time (x from 0 to `hours`, y from 0 to `top`)
 /// with its title and labelled axes.
 fn time_chart<'a, 'b>(
@@ -85,11 +101,18 @@ fn time_chart<'a, 'b>(
         .y_label_area_size(72)
         .build_cartesian_2d(0f64..hours.max(1e-6), 0f64..top.max(1e-6))?;
     let decimals = if top >= 10.0 { 0 } else { 1 };
+    let ticks = hour_ticks(hours);
     chart
         .configure_mesh()
         .x_desc(x_desc)
         .y_desc(y_desc)
         .y_label_formatter(&|v| format!("{v:.decimals$}"))
+        // A mark every hour, a label at each of `hour_ticks` only.
+        .x_labels((hours.ceil() as usize + 1).min(200))
+        .x_label_formatter(&|v| {
+            let labelled = ticks.iter().any(|t| (t - v).abs() < 1e-6);
+            if labelled { format!("{v:.0}") } else { String::new() }
+        })
         .draw()?;
     Ok(chart)
 }
@@ -201,17 +224,22 @@ pub fn stacked(run: &PolicyRun, capacity_cores: f64) -> String {
     })
 }
 
+/// The y-axis top shared by every policy's batch plot, so plots read
+/// side by side compare at one scale.
+pub fn batch_top(runs: &[PolicyRun]) -> f64 {
+    runs.iter()
+        .flat_map(|r| &r.result.steps)
+        .map(|s| s.batch_allocatable.max(s.be_requested).max(s.be_cpu))
+        .fold(1.0, f64::max)
+        * 1.1
+}
+
 /// One policy's batch allocatable (what the manager published) against
-/// what BE pods requested and used.
-pub fn batch(run: &PolicyRun) -> String {
+/// what BE pods requested and used, up to `top` cores ([`batch_top`]).
+pub fn batch(run: &PolicyRun, top: f64) -> String {
     draw(|root| {
         let steps = &run.result.steps;
         let max_h = steps.last().map_or(1.0, |s| s.hour);
-        let top = steps
-            .iter()
-            .map(|s| s.batch_allocatable.max(s.be_requested).max(s.be_cpu))
-            .fold(1.0, f64::max)
-            * 1.1;
         let mut chart = time_chart(
             &root,
             &format!("{}: batch allocatable vs BE requested and used", run.result.summary.policy),
@@ -248,8 +276,15 @@ fn per_hour(steps: &[StepRecord], f: fn(&StepRecord) -> u64) -> Vec<(f64, f64)> 
     out
 }
 
-/// Evictions and OOM kills per hour, one pair of lines per policy.
+/// Evictions and OOM kills per hour, one pair of lines per policy; a
+/// sentence instead of a flat plot when there were none.
 pub fn evictions(runs: &[PolicyRun]) -> String {
+    let none = |r: &PolicyRun| {
+        r.result.summary.be_pods_evicted == 0 && r.result.summary.be_pods_oom_killed == 0
+    };
+    if runs.iter().all(none) {
+        return "<p><i>No evictions and no OOM kills under any policy.</i></p>\n".to_string();
+    }
     draw(|root| {
         let data: Vec<_> = runs
             .iter()
@@ -395,6 +430,15 @@ mod tests {
         assert!(s.len() <= MAX_POINTS);
         assert!(s.iter().all(|p| (p.1 - 0.5).abs() < 1e-12));
         assert!((s.last().unwrap().0 - 24.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn hours_tick_at_round_steps() {
+        assert_eq!(hour_ticks(24.0), [0.0, 6.0, 12.0, 18.0, 24.0]);
+        assert_eq!(hour_ticks(3.0), [0.0, 1.0, 2.0, 3.0]);
+        assert_eq!(hour_ticks(12.0), [0.0, 2.0, 4.0, 6.0, 8.0, 10.0, 12.0]);
+        assert_eq!(hour_ticks(168.0).len(), 8, "a week: daily");
+        assert!(hour_ticks(10_000.0).len() <= 9);
     }
 
     #[test]
