@@ -14,7 +14,8 @@
 //!   prodPeak) with checkpoints;
 //! * [`nodemetric`]: the NodeMetric status built from the store and predictor;
 //! * [`pods`]: where the pod list comes from (the kubelet, or a file);
-//! * [`kernel`]: which fair scheduler the kernel runs (CFS or EEVDF).
+//! * [`kernel`]: which fair scheduler the kernel runs (CFS or EEVDF);
+//! * [`history`]: the bounded history of the QoS actions (`/actions`).
 //!
 //! The shared vocabulary is [`AgentPod`] (what the agent needs to know of a
 //! pod) and the samples in [`sample`].
@@ -26,6 +27,7 @@ pub mod collect;
 pub mod doctor;
 pub mod evict;
 pub mod fast_probe;
+pub mod history;
 pub mod katalyst;
 pub mod kernel;
 pub mod metrics;

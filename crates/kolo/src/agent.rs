@@ -110,7 +110,8 @@ pub struct Args {
     /// exit.
     #[arg(long)]
     pub once: bool,
-    /// Serve `/metrics`, `/healthz` and `/readyz` here (e.g. 127.0.0.1:9316).
+    /// Serve `/metrics`, `/healthz`, `/readyz` and `/actions` (the QoS
+    /// actions of the last while, JSON) here (e.g. 127.0.0.1:9316).
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<SocketAddr>,
     /// Stop after this many seconds (default: run until killed).

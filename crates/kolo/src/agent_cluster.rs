@@ -32,7 +32,8 @@ pub struct Args {
     /// followed, as the manager sets it.
     #[arg(long, value_name = "SECONDS", default_value_t = 60)]
     report_interval_seconds: u64,
-    /// Serve `/metrics`, `/healthz` and `/readyz` here.
+    /// Serve `/metrics`, `/healthz`, `/readyz` and `/actions` (the QoS
+    /// actions of the last while, JSON; `kolo why` reads it) here.
     #[arg(long, value_name = "ADDR")]
     listen: Option<SocketAddr>,
     /// Serve the runtime hooks `kolo runtime-proxy` calls on this unix

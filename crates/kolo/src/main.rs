@@ -24,6 +24,7 @@ mod scheduler_run;
 mod sim;
 mod slo_config;
 mod webhook;
+mod why;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -180,6 +181,10 @@ enum Command {
     /// kubepods cgroup shows the kernel's files (run it as root). Exits 1
     /// when the agent cannot run here.
     Doctor(doctor::Args),
+    /// Why is this pod pending, throttled or evicted; why does this node
+    /// have the batch / mid allocatable it has? From the live cluster and
+    /// the node agents' `/actions`.
+    Why(why::Args),
     /// Print kolo's version.
     Version,
 }
@@ -228,6 +233,7 @@ fn main() -> ExitCode {
             )),
             Err(e) => Err(e),
         },
+        Command::Why(args) => why::run(&args, &mut std::io::stdout().lock()),
         Command::Noderesource(args) => noderesource::run(&args, &mut std::io::stdout().lock()),
         Command::Nodeslo(args) => nodeslo::run(&args, &mut std::io::stdout().lock()),
         Command::Webhook { command } => {

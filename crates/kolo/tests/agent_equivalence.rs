@@ -275,7 +275,7 @@ fn real_round(node: &mut RealNode, sim: &SimNode, step: &Step) -> RoundPlan {
     }
     let mut state = collected(node, sim, step);
     let mut sink = CgroupSink::new(Arc::clone(&node.cgroups), Box::new(AlwaysEvicts));
-    let plan = round_step(&mut node.qos, &mut state, at(step.t), step.probe, &mut sink);
+    let plan = round_step(&mut node.qos, &mut state, at(step.t), step.probe, &mut sink, None);
     // The kernel's part: the BE cgroup's effective CPUs follow its cpuset.
     let be = node.tree.path().join("kubepods.slice/kubepods-besteffort.slice");
     std::fs::copy(be.join("cpuset.cpus"), be.join("cpuset.cpus.effective")).unwrap();

@@ -183,11 +183,20 @@ fn serves_metrics_while_running() {
     let health = http_get(port, "/healthz").unwrap();
     let ready = http_get(port, "/readyz").unwrap();
     let metrics = http_get(port, "/metrics").unwrap();
+    let actions = http_get(port, "/actions").unwrap();
     let _ = child.kill();
     let _ = child.wait();
     assert!(health.starts_with("HTTP/1.1 200"), "{health}");
     assert!(ready.starts_with("HTTP/1.1 200"), "{ready}");
     assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
+    // The QoS actions: the bounded history, as data (the BE isolation the
+    // first round set up, with its strategy and reason).
+    assert!(actions.starts_with("HTTP/1.1 200"), "{actions}");
+    let history: kolo_agent::history::HistoryView =
+        serde_json::from_str(actions.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+    assert_eq!(history.capacity, kolo_agent::history::DEFAULT_CAPACITY, "{history:?}");
+    assert!(history.actions.len() as u64 <= history.total, "{history:?}");
+    assert!(history.actions.iter().all(|a| !a.strategy.is_empty() && !a.reason.is_empty()));
     let body = metrics.split("\r\n\r\n").nth(1).unwrap();
     // The process's one health server: the component's own counters, then
     // the agent's collection metrics, one OpenMetrics `# EOF` at the end.

@@ -2,10 +2,10 @@
 //! the `reason` text says in words, for scripts (`kolo agent plan -o
 //! json`) and tests to read without parsing it.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The figures a strategy decided from.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "camelCase", rename_all_fields = "camelCase")]
 pub enum Figures {
     /// No figure beyond the written value (isolation, per-pod limits).

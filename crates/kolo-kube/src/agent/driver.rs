@@ -5,11 +5,13 @@
 //! what the node does with a [`RoundPlan`]; the decisions are all
 //! [`QosLoop::round`]'s.
 
+use std::collections::BTreeMap;
 use std::io::Write;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use kolo_agent::cgroup::{CgroupVersion, Cgroups};
 use kolo_agent::evict::Evictor;
+use kolo_agent::history::{ActionHistory, EvictionOutcome};
 use kolo_agent::qos::{
     NodeState, Plan, PlanReport, PlannedEviction, PodState, Probe, QosLoop, RoundPlan,
 };
@@ -28,22 +30,31 @@ pub trait PlanSink {
 /// Runs one round of `qos` on `node` at `now` and hands the plan to
 /// `sink`: the writes, then each eviction the rate limit let through (its
 /// outcome reported back to the loop). The evictions held back are logged.
+/// What changed goes to `history` when given.
 pub fn round_step(
     qos: &mut QosLoop,
     node: &mut NodeState,
     now: Timestamp,
     probe: Probe,
     sink: &mut dyn PlanSink,
+    history: Option<&Mutex<ActionHistory>>,
 ) -> RoundPlan {
     let round = qos.round(node, now, probe);
     sink.write(&round, node, now);
+    let mut outcomes = BTreeMap::new();
     for e in &round.plan.evictions {
         let Some(pod) = node.pods.iter().find(|p| p.pod.id.uid == e.uid) else { continue };
         let done = sink.evict(pod, e);
         qos.eviction_done(e, now, done);
+        let outcome = if done { EvictionOutcome::Done } else { EvictionOutcome::Failed };
+        outcomes.insert(e.uid.clone(), outcome);
     }
     for e in &round.held_back {
         tracing::warn!(pod = %e.pod, strategy = e.strategy, "eviction held back by the rate limit");
+    }
+    if let Some(history) = history {
+        let mut history = history.lock().unwrap_or_else(|p| p.into_inner());
+        history.record(now, node, &round, &outcomes);
     }
     round
 }

@@ -13,9 +13,11 @@
 //! * [`topology`]: the node's CPU topology annotation, for cpusets;
 //! * [`watch`]: the watch of one object named after the node;
 //! * [`eviction`]: evicts pods through the Eviction API;
+//! * [`actions`]: `/actions`, the bounded history of the QoS actions;
 //! * [`hook_server`]: the runtime hook server `kolo runtime-proxy` asks,
 //!   answering from the [`hook_view`] the rounds publish.
 
+pub mod actions;
 pub mod demo;
 pub mod driver;
 pub mod eviction;

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use kolo_agent::agent::{Agent, AgentConfig};
 use kolo_agent::evict::{Evictor, KillEvictor};
+use kolo_agent::history::{ActionHistory, DEFAULT_CAPACITY};
 use kolo_agent::qos::{QosLoop, default_strategies};
 use kolo_api::crd::NodeSLOSpec;
 use tokio::sync::watch;
@@ -38,7 +39,7 @@ pub struct AgentRun {
     /// The NodeSLO the strategies follow (in a cluster: until the node's
     /// NodeSLO is seen); `None`: every default.
     pub node_slo: Option<NodeSLOSpec>,
-    /// Serve `/metrics`, `/healthz` and `/readyz` here.
+    /// Serve `/metrics`, `/healthz`, `/readyz` and `/actions` here.
     pub listen: Option<SocketAddr>,
     /// Stop after this many ticks (default: run until killed).
     pub ticks: Option<u64>,
@@ -87,9 +88,12 @@ pub fn run(config: AgentRun) -> Result<(), AgentRunError> {
     built.set_doctor(doctor_at_start(&config.agent));
     let agent = Arc::new(Mutex::new(built));
     let health = agent_health(&agent);
+    let history = Arc::new(Mutex::new(ActionHistory::new(&node, DEFAULT_CAPACITY, dry_run)));
     if let Some(addr) = config.listen {
-        let bound = crate::health::serve_on_thread(addr, Arc::clone(&health))?;
-        tracing::info!(addr = %bound, "serving /metrics, /healthz and /readyz");
+        let routes = crate::health::router(Arc::clone(&health))
+            .merge(super::actions::router(Arc::clone(&history)));
+        let bound = crate::health::serve_router_on_thread(addr, routes)?;
+        tracing::info!(addr = %bound, "serving /metrics, /healthz, /readyz and /actions");
     }
     let until_spec =
         config.cluster.as_ref().map_or(Duration::from_secs(60), |c| c.report_interval_until_spec);
@@ -102,6 +106,7 @@ pub fn run(config: AgentRun) -> Result<(), AgentRunError> {
     let Some(cluster) = &config.cluster else {
         let sink = sink(&ticks::lock(&agent), dry_run, None);
         let mut driver = QosDriver::new(qos, sink);
+        driver.record_history(history);
         if let Some(views) = hooks {
             driver.publish_hooks(views);
         }
@@ -118,6 +123,7 @@ pub fn run(config: AgentRun) -> Result<(), AgentRunError> {
     let evictor: Box<dyn Evictor + Send> =
         Box::new(ApiEvictor::new(client.clone(), runtime.handle().clone(), health));
     let mut driver = QosDriver::new(qos, sink(&ticks::lock(&agent), dry_run, Some(evictor)));
+    driver.record_history(history);
     if let Some(views) = hooks {
         driver.publish_hooks(views);
     }

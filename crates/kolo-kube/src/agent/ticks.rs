@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use kolo_agent::agent::{Agent, NodeStateCache};
+use kolo_agent::history::ActionHistory;
 use kolo_agent::pods::PodSource;
 use kolo_agent::qos::{Probe, QosLoop, RoundPlan};
 use kolo_api::crd::{NodeMetricSpec, NodeSLOSpec};
@@ -35,6 +36,8 @@ pub struct QosDriver {
     state: NodeStateCache,
     /// Where each round's node is published for the runtime hooks.
     hooks: Option<Arc<HookViews>>,
+    /// Where the rounds' changes are recorded (served as `/actions`).
+    history: Option<Arc<Mutex<ActionHistory>>>,
 }
 
 impl QosDriver {
@@ -50,7 +53,13 @@ impl QosDriver {
             applied_generation,
             state: NodeStateCache::default(),
             hooks: None,
+            history: None,
         }
+    }
+
+    /// Records what each round changes in `history`.
+    pub fn record_history(&mut self, history: Arc<Mutex<ActionHistory>>) {
+        self.history = Some(history);
     }
 
     /// Publishes each round's node, pods and NodeSLO to `views` (read by
@@ -95,7 +104,8 @@ impl QosDriver {
     ) -> RoundPlan {
         self.follow_inputs();
         let state = agent.refresh_node_state(&mut self.state, now);
-        let round = round_step(&mut self.qos, state, now, probe, self.sink.as_mut());
+        let history = self.history.as_deref();
+        let round = round_step(&mut self.qos, state, now, probe, self.sink.as_mut(), history);
         if let Some(views) = &self.hooks {
             views.publish(state, self.qos.node_slo(), agent.pod_generation());
         }

@@ -32,7 +32,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-pub use self::server::{router, serve, serve_on_thread};
+pub use self::server::{router, serve, serve_on_thread, serve_router_on_thread};
 
 /// The labels of [`Health::actions`]: what was done, and how it ended.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]

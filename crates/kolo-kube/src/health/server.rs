@@ -54,6 +54,12 @@ pub async fn serve(addr: SocketAddr, health: Arc<Health>) -> Result<SocketAddr, 
 /// component that runs no tokio runtime of its own or must not share it;
 /// returns once listening (the address actually bound).
 pub fn serve_on_thread(addr: SocketAddr, health: Arc<Health>) -> Result<SocketAddr, KubeError> {
+    serve_router_on_thread(addr, router(health))
+}
+
+/// [`serve_on_thread`] for the health routes merged with a component's own
+/// (the agent's `/actions`).
+pub fn serve_router_on_thread(addr: SocketAddr, routes: Router) -> Result<SocketAddr, KubeError> {
     let error = |source| KubeError::Health { addr, source };
     let listener = std::net::TcpListener::bind(addr).map_err(error)?;
     let bound = listener.local_addr().map_err(error)?;
@@ -65,7 +71,7 @@ pub fn serve_on_thread(addr: SocketAddr, health: Arc<Health>) -> Result<SocketAd
         .spawn(move || {
             runtime.block_on(async move {
                 match tokio::net::TcpListener::from_std(listener) {
-                    Ok(listener) => serve_listener(listener, health).await,
+                    Ok(listener) => serve_routes(listener, routes).await,
                     Err(e) => tracing::error!(error = %e, %addr, "health server stopped"),
                 }
             });
@@ -75,7 +81,11 @@ pub fn serve_on_thread(addr: SocketAddr, health: Arc<Health>) -> Result<SocketAd
 }
 
 async fn serve_listener(listener: tokio::net::TcpListener, health: Arc<Health>) {
-    if let Err(e) = axum::serve(listener, router(health)).await {
+    serve_routes(listener, router(health)).await;
+}
+
+async fn serve_routes(listener: tokio::net::TcpListener, routes: Router) {
+    if let Err(e) = axum::serve(listener, routes).await {
         tracing::error!(error = %e, "health server stopped");
     }
 }
