@@ -69,7 +69,7 @@ impl std::fmt::Display for Target {
 }
 
 /// What kind of action.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum ActionKind {
     /// A cgroup value changed.
@@ -80,6 +80,18 @@ pub enum ActionKind {
     EvictionFailed,
     /// An eviction the rate limit held back.
     HeldBack,
+}
+
+impl ActionKind {
+    /// The name `/actions` and the metrics use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ActionKind::Write => "write",
+            ActionKind::Evicted => "evicted",
+            ActionKind::EvictionFailed => "evictionFailed",
+            ActionKind::HeldBack => "heldBack",
+        }
+    }
 }
 
 /// One action.
@@ -202,6 +214,9 @@ pub struct ActionHistory {
     /// The pods held back at the last slow round (a pod still held back is
     /// not recorded again).
     held: BTreeSet<String>,
+    /// Actions recorded since start, by (strategy, kind, fast path): what
+    /// `kolo_agent_qos_actions_total` exports (never dropped).
+    counts: BTreeMap<(String, ActionKind, bool), u64>,
 }
 
 impl ActionHistory {
@@ -216,7 +231,19 @@ impl ActionHistory {
             last: BTreeMap::new(),
             current: BTreeMap::new(),
             held: BTreeSet::new(),
+            counts: BTreeMap::new(),
         }
+    }
+
+    /// Actions recorded since start, by (strategy, kind, decided by a
+    /// fast-path round).
+    pub fn counts(&self) -> &BTreeMap<(String, ActionKind, bool), u64> {
+        &self.counts
+    }
+
+    /// The QoS-class cgroup values in force.
+    pub fn current(&self) -> impl Iterator<Item = &Current> {
+        self.current.values()
     }
 
     /// Records what `round`, planned on `node` at `now`, changed; `evictions`
@@ -309,6 +336,7 @@ impl ActionHistory {
 
     /// Adds `action` (numbered here), dropping the oldest beyond the bound.
     fn push(&mut self, mut action: Action) -> &Action {
+        *self.counts.entry((action.strategy.clone(), action.kind, action.fast)).or_default() += 1;
         self.total += 1;
         action.seq = self.total;
         if self.ring.len() == self.capacity {

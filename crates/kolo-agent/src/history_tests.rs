@@ -142,6 +142,17 @@ fn a_sequence_of_rounds_gives_exactly_the_expected_entries() {
     assert_eq!(current.since, ts(1003).to_string());
     let evicted = &view.actions[4];
     assert_eq!(evicted.reason, "node memory 90% ≥ 70%");
+    // The counts the metrics export: every entry, by strategy, kind, path.
+    let count = |strategy: &str, kind, fast| {
+        h.counts().get(&(strategy.to_string(), kind, fast)).copied().unwrap_or(0)
+    };
+    assert_eq!(count("cpuSuppress", ActionKind::Write, false), 2);
+    assert_eq!(count("cpuSuppress", ActionKind::Write, true), 1);
+    assert_eq!(count("cpuBurst", ActionKind::Write, false), 2);
+    assert_eq!(count("memoryEvict", ActionKind::Evicted, false), 1);
+    assert_eq!(count("memoryEvict", ActionKind::EvictionFailed, false), 1);
+    assert_eq!(count("memoryEvict", ActionKind::HeldBack, false), 2);
+    assert_eq!(h.counts().values().sum::<u64>(), 9);
     assert_eq!(evicted.node_usage, Usage { cpu_milli: 5_000, memory_bytes: 9 * GIB });
 }
 
@@ -155,6 +166,7 @@ fn the_ring_drops_the_oldest_beyond_its_bound() {
     let view = h.view();
     let seqs: Vec<u64> = view.actions.iter().map(|a| a.seq).collect();
     assert_eq!(seqs, [3, 4, 5]);
+    assert_eq!(h.counts().values().sum::<u64>(), 5, "counts outlive the ring");
     assert_eq!(view.actions[0].old.as_deref(), Some("20000"));
     assert_eq!((view.total, view.capacity, view.dry_run), (5, 3, true));
     // The value in force outlives the ring.

@@ -161,3 +161,58 @@ fn encode_doctor(registry: &mut Registry, report: &crate::doctor::Report) {
     }
     registry.register("doctor_checks", "kolo doctor's checks at start-up, by status", checks);
 }
+
+/// Labels of `kolo_agent_qos_actions_total`.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ActionLabels {
+    strategy: String,
+    kind: String,
+    /// `fast` (a fast-path round between collections) or `slow`.
+    path: String,
+}
+
+/// Labels of `kolo_agent_qos_class_cgroup_value`.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ClassValueLabels {
+    class: String,
+    resource: String,
+}
+
+/// The Prometheus text of the QoS actions: every change the strategies
+/// made since start by strategy, kind and path
+/// (`kolo_agent_qos_actions_total`), and the numeric values in force on
+/// the QoS-class cgroups (`kolo_agent_qos_class_cgroup_value`, e.g. the BE
+/// CFS quota: the suppression level).
+pub fn encode_history(history: &crate::history::ActionHistory) -> String {
+    let mut registry = Registry::with_prefix("kolo_agent");
+    let actions = Family::<ActionLabels, Counter>::default();
+    for ((strategy, kind, fast), n) in history.counts() {
+        let path = if *fast { "fast" } else { "slow" };
+        let labels = ActionLabels {
+            strategy: strategy.clone(),
+            kind: kind.as_str().into(),
+            path: path.into(),
+        };
+        actions.get_or_create(&labels).inc_by(*n);
+    }
+    registry.register(
+        "qos_actions",
+        "QoS actions (cgroup changes, evictions, evictions held back) by strategy, kind and path",
+        actions,
+    );
+    let values = Family::<ClassValueLabels, FloatGauge>::default();
+    for current in history.current() {
+        let crate::history::Target::QosClass { class } = &current.target else { continue };
+        let Ok(value) = current.value.trim().parse::<f64>() else { continue };
+        let labels = ClassValueLabels { class: class.clone(), resource: current.resource.clone() };
+        values.get_or_create(&labels).set(value);
+    }
+    registry.register(
+        "qos_class_cgroup_value",
+        "The value in force on a QoS class's cgroup file (numeric files only)",
+        values,
+    );
+    let mut text = String::new();
+    let _ = prometheus_client::encoding::text::encode(&mut text, &registry);
+    text
+}

@@ -89,6 +89,11 @@ pub fn run(config: AgentRun) -> Result<(), AgentRunError> {
     let agent = Arc::new(Mutex::new(built));
     let health = agent_health(&agent);
     let history = Arc::new(Mutex::new(ActionHistory::new(&node, DEFAULT_CAPACITY, dry_run)));
+    let counted = Arc::clone(&history);
+    health.add_metrics(move |text| {
+        let history = counted.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        text.push_str(&kolo_agent::metrics::encode_history(&history));
+    });
     if let Some(addr) = config.listen {
         let routes = crate::health::router(Arc::clone(&health))
             .merge(super::actions::router(Arc::clone(&history)));
