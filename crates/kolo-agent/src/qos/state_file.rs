@@ -275,7 +275,7 @@ pub fn parse_state(text: &str, now: Timestamp) -> Result<PlanInput, StateFileErr
 }
 
 fn vector(path: &str, list: &ResourceList) -> Result<ResourceVector, StateFileError> {
-    ResourceVector::from_resource_list(list).map_err(|e| error(path, e))
+    ResourceVector::from_object_list(list).map_err(|e| error(path, e))
 }
 
 fn cpu_mem(path: &str, list: &ResourceList) -> Result<CpuMem, StateFileError> {
