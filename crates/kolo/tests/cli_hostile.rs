@@ -144,3 +144,63 @@ fn agent_plan_refuses_negative_and_huge_capacities() {
         assert!(stderr.contains("$.node.capacity") && stderr.contains(says), "{stderr}");
     }
 }
+
+#[test]
+fn webhook_on_a_busy_port_keeps_the_existing_ca_file() {
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let listen = busy.local_addr().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, "the CA a running server's clients trust").unwrap();
+    let out = kolo(
+        &["manager", "webhook", "--self-signed", "--listen", &listen, "--ca-out"]
+            .into_iter()
+            .chain([ca.to_str().unwrap()])
+            .collect::<Vec<_>>(),
+        None,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "started on a busy port: {stderr}");
+    assert!(stderr.contains(&listen), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(&ca).unwrap(),
+        "the CA a running server's clients trust",
+        "--ca-out was overwritten by a server that never started"
+    );
+    let files: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(files.len(), 1, "no temporary file left behind");
+}
+
+#[test]
+fn webhook_numeric_flags_are_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("ca.pem");
+    // (flag, value, what the error names)
+    let cases = [
+        ("--validity-days", "99999999", "validity_days: 99999999"),
+        ("--validity-days", "0", "validity_days: 0"),
+        ("--max-body-bytes", "0", "max_body_bytes: 0"),
+        ("--max-body-bytes", "18446744073709551615", "max_body_bytes"),
+        ("--timeout-ms", "0", "decision_timeout: 0 ms"),
+        ("--timeout-ms", "18446744073709551615", "decision_timeout"),
+    ];
+    for (flag, value, says) in cases {
+        let args = [
+            "manager",
+            "webhook",
+            "--self-signed",
+            "--listen",
+            "127.0.0.1:0",
+            "--ca-out",
+            ca.to_str().unwrap(),
+            flag,
+            value,
+        ];
+        let out = kolo(&args, None);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{flag} {value} accepted");
+        assert!(stderr.contains(says) && stderr.contains("out of range"), "{flag}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{flag} {value}: {stderr}");
+        assert!(!ca.exists(), "{flag} {value}: a CA was written by a server that never started");
+    }
+}

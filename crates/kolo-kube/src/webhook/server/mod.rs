@@ -42,6 +42,7 @@
 //! [`mutate_pod`]: kolo_manager::webhook::mutate_pod
 //! [`validate_pod`]: kolo_manager::webhook::validate_pod
 
+pub mod bounds;
 pub mod metrics;
 pub mod state;
 pub mod tls;
