@@ -266,6 +266,7 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<(), BoxError> {
     match args.command {
         Some(Command::Demo { seconds }) => {
             crate::logging::init(LogFormat::Text);
+            crate::interrupt::clean_up_sandboxes_on_signals();
             Ok(kolo_kube::agent::demo::run(seconds, out)?)
         }
         Some(Command::Cluster(args)) => crate::agent_cluster::run(*args),

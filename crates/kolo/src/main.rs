@@ -12,6 +12,7 @@ mod deschedule;
 mod descheduler_run;
 mod doctor;
 mod inspect;
+mod interrupt;
 mod logging;
 mod manager;
 mod manager_run;

@@ -4,7 +4,7 @@
 //! way (docs/reliability.md, "Hostile input, found and fixed").
 
 mod common;
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 
 use common::{kolo as kolo_cmd, run_kolo as kolo, workspace_root};
 
@@ -202,5 +202,91 @@ fn webhook_numeric_flags_are_bounded() {
         assert!(stderr.contains(says) && stderr.contains("out of range"), "{flag}: {stderr}");
         assert!(!stderr.contains("panicked"), "{flag} {value}: {stderr}");
         assert!(!ca.exists(), "{flag} {value}: a CA was written by a server that never started");
+    }
+}
+
+/// The pids in every cgroup below `dir` (one hierarchy).
+fn pids_below(dir: &std::path::Path) -> Vec<u32> {
+    let mut pids: Vec<u32> = std::fs::read_to_string(dir.join("cgroup.procs"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            pids.extend(pids_below(&entry.path()));
+        }
+    }
+    pids
+}
+
+/// Whether `pid` is a live (not zombie) process.
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|stat| stat.rsplit(") ").next().is_some_and(|rest| !rest.starts_with('Z')))
+}
+
+/// Every `<controller>/<name>` directory under /sys/fs/cgroup.
+fn cgroup_dirs_named(name: &str) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/sys/fs/cgroup").into_iter().flatten().flatten() {
+        for candidate in [entry.path().join(name), entry.path()] {
+            if candidate.file_name().is_some_and(|n| n == name) && candidate.is_dir() {
+                found.push(candidate);
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn agent_demo_cleans_up_on_sigint_and_sigterm() {
+    use std::io::{BufRead, BufReader};
+    let test = "agent_demo_cleans_up_on_sigint_and_sigterm";
+    // The demo needs what the sandbox needs: root and real cgroups.
+    if let Err(reason) = kolo_agent::sandbox::TestCgroups::new() {
+        return kolo_agent::sandbox::skip(test, &reason);
+    }
+    for (signal, status) in [("INT", 130), ("TERM", 143)] {
+        let mut child = kolo_cmd()
+            .args(["agent", "demo", "--seconds", "120"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        // "cgroups: cgroup v1 (...) under /sys/fs/cgroup, pods in kolo-test-<pid>-0/..."
+        let mut name = None;
+        for line in lines.by_ref() {
+            let line = line.unwrap();
+            if let Some(rest) = line.split(" pods in ").nth(1) {
+                name = rest.split('/').next().map(str::to_string);
+            }
+            // A tick row: the workloads run and the agent reads them.
+            if line.trim_start().starts_with("1s") {
+                break;
+            }
+        }
+        let name = name.expect("the demo names its sandbox");
+        let dirs = cgroup_dirs_named(&name);
+        assert!(!dirs.is_empty(), "the demo's cgroups {name} exist while it runs");
+        let pids: Vec<u32> = dirs.iter().flat_map(|d| pids_below(d)).collect();
+        assert!(pids.len() >= 2, "the demo's workloads run in {name}: {pids:?}");
+        let sent = Command::new("kill")
+            .args([format!("-{signal}"), child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let exit = child.wait().unwrap();
+        assert_eq!(exit.code(), Some(status), "SIG{signal}: exit status");
+        // The workloads were SIGKILLed; give init a moment to reap them.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while pids.iter().any(|p| alive(*p)) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let left: Vec<_> = pids.iter().filter(|p| alive(**p)).collect();
+        assert!(left.is_empty(), "SIG{signal}: processes left running: {left:?}");
+        let dirs_left = cgroup_dirs_named(&name);
+        assert!(dirs_left.is_empty(), "SIG{signal}: cgroups left: {dirs_left:?}");
     }
 }
