@@ -487,7 +487,7 @@ impl Scenario {
         if self.model.heatmap_bucket_minutes == 0 {
             return Err(("model.heatmapBucketMinutes", "must be > 0".into()));
         }
-        Ok(())
+        crate::bounds::check(self)
     }
 
     /// Number of nodes.

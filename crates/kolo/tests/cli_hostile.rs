@@ -290,3 +290,37 @@ fn agent_demo_cleans_up_on_sigint_and_sigterm() {
         assert!(dirs_left.is_empty(), "SIG{signal}: cgroups left: {dirs_left:?}");
     }
 }
+
+#[test]
+fn sim_refuses_what_cannot_run_before_allocating() {
+    let small =
+        std::fs::read_to_string(workspace_root().join("examples/scenarios/small.yaml")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    let out_dir = out_dir.to_str().unwrap();
+    // (scenario text edit, extra flags, the field named)
+    let cases: [(&str, &str, &[&str], &str); 6] = [
+        ("durationHours: 3", "durationHours: 1e9", &[], "durationHours"),
+        ("offeredLoad: 0.7", "offeredLoad: 1e300", &[], "batch.offeredLoad"),
+        ("count: 8", "count: 100000000", &[], "cluster.nodeGroups.count"),
+        ("", "", &["--hours", "1e12"], "durationHours"),
+        ("", "", &["--nodes", "100000000"], "cluster.nodeGroups.count"),
+        ("", "", &["--step", "18446744073709551615"], "stepSeconds"),
+    ];
+    for (from, to, flags, field) in cases {
+        let scenario = dir.path().join("scenario.yaml");
+        let text = if from.is_empty() { small.clone() } else { small.replace(from, to) };
+        assert!(from.is_empty() || text != small, "{from:?} is no longer in small.yaml");
+        std::fs::write(&scenario, text).unwrap();
+        let mut args = vec!["sim", "--no-progress", "--out", out_dir, "--scenario"];
+        args.push(scenario.to_str().unwrap());
+        args.extend_from_slice(flags);
+        let started = std::time::Instant::now();
+        let out = kolo(&args, None);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{to} {flags:?} ran");
+        assert!(stderr.contains(field) && stderr.contains("bound"), "{to} {flags:?}: {stderr}");
+        assert!(!stderr.contains("panicked") && !stderr.contains("memory allocation"), "{stderr}");
+        assert!(started.elapsed().as_secs() < 20, "{to} {flags:?}: refused only after a while");
+    }
+}
