@@ -244,8 +244,8 @@ fn require_standalone(common: &Common) -> Result<(), BoxError> {
 /// YAML or JSON.
 fn load_node_slo(path: &std::path::Path) -> Result<NodeSLOSpec, BoxError> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let value: serde_json::Value =
-        serde_saphyr::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let value: serde_json::Value = serde_saphyr::from_str(&text)
+        .map_err(|e| format!("{}: {}", path.display(), kolo_core::yaml_error::describe(&e)))?;
     let spec = if value.get("kind").is_some() {
         value.get("spec").cloned().unwrap_or_default()
     } else {

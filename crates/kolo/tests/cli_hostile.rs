@@ -324,3 +324,36 @@ fn sim_refuses_what_cannot_run_before_allocating() {
         assert!(started.elapsed().as_secs() < 20, "{to} {flags:?}: refused only after a while");
     }
 }
+
+#[test]
+fn yaml_errors_speak_kolo_not_library_internals() {
+    let alias = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: a}}\ndata:\n  x: &a \"{}\"\n{}",
+        "y".repeat(1000),
+        (0..8).map(|i| format!("  k{i}: *a\n")).collect::<String>()
+    );
+    // (input, stderr contains)
+    let cases = [
+        (
+            "apiVersion: v1\nkind: Node\nmetadata: {name: a}\nmetadata: {name: b}\n".to_string(),
+            "duplicate key \"metadata\"",
+        ),
+        (alias, "too large or too complex"),
+    ];
+    for (text, says) in cases {
+        let out = kolo(&["snapshot", "inspect", "-"], Some(&text));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && stderr.contains(says), "{stderr}");
+        for internal in ["DuplicateKeyPolicy", "Options", "ScalarBytes", "total_scalar_bytes"] {
+            assert!(!stderr.contains(internal), "{internal} leaked: {stderr}");
+        }
+    }
+    // Flow-style YAML starting with `{` is YAML, not broken JSON.
+    let out = kolo(
+        &["snapshot", "inspect", "-o", "json", "-"],
+        Some("{apiVersion: v1, kind: Node, metadata: {name: n1}}\n"),
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["nodes"]["total"], 1);
+}
