@@ -320,6 +320,16 @@ fn write_json(
     Ok(())
 }
 
+/// Loads and merges snapshot files (`-` is stdin), printing what loaded
+/// but looks wrong (empty inputs, duplicate objects) as warnings.
+fn load_snapshots(
+    files: &[impl AsRef<std::path::Path>],
+) -> Result<kolo_core::snapshot::Snapshot, kolo_core::snapshot::SnapshotError> {
+    let snapshot = kolo_core::snapshot::Snapshot::load_all(files)?;
+    warn_all(&snapshot.warnings());
+    Ok(snapshot)
+}
+
 /// Prints warnings to stderr: they never abort a command, and a closed
 /// stderr is no reason to fail either.
 fn warn_all<'a>(warnings: impl IntoIterator<Item = &'a String>) {

@@ -143,7 +143,7 @@ fn run_webhook(args: WebhookArgs) -> Result<(), ManagerError> {
 fn load_state(files: &[PathBuf]) -> Result<AdmissionState, ManagerError> {
     let snapshot = Snapshot::load_all(files)?;
     let state = AdmissionState::from_snapshot(&snapshot);
-    for warning in state.warnings() {
+    for warning in snapshot.warnings().into_iter().chain(state.warnings()) {
         tracing::warn!("{warning}");
     }
     if files.is_empty() {

@@ -357,3 +357,23 @@ fn yaml_errors_speak_kolo_not_library_internals() {
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(summary["nodes"]["total"], 1);
 }
+
+#[test]
+fn duplicates_and_empty_inputs_are_not_silent() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.yaml");
+    std::fs::write(&empty, "").unwrap();
+    let empty = empty.to_str().unwrap();
+    let twice =
+        ["snapshot", "inspect", "examples/small-cluster.yaml", "examples/small-cluster.yaml"];
+    let out = kolo(&twice, None);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("warning: Node node-1 appears 2 times"), "{stderr}");
+    let out = kolo(&["snapshot", "inspect", empty], None);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&format!("warning: {empty}: no Kubernetes object in it")), "{stderr}");
+    let out = kolo(&["schedule", "--snapshot", empty], None);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no Kubernetes object"), "{stderr}");
+}
