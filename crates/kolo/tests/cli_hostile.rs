@@ -377,3 +377,34 @@ fn duplicates_and_empty_inputs_are_not_silent() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("no Kubernetes object"), "{stderr}");
 }
+
+#[test]
+fn agent_once_refuses_a_malformed_node_slo() {
+    let dir = tempfile::tempdir().unwrap();
+    let pods = dir.path().join("pods.yaml");
+    std::fs::write(&pods, "apiVersion: v1\nkind: PodList\nitems: []\n").unwrap();
+    // (file content, stderr contains)
+    let cases = [
+        (
+            "spec: {resourceUsedThresholdWithBE: {cpuSuppressThresholdPercent: lots}}\n",
+            "spec.resourceUsedThresholdWithBE.cpuSuppressThresholdPercent: invalid type",
+        ),
+        ("- 1\n- 2\n", "not a NodeSLO"),
+        ("kind: Pod\nspec: {}\n", "is not NodeSLO"),
+    ];
+    for (text, says) in cases {
+        let slo = dir.path().join("slo.yaml");
+        std::fs::write(&slo, text).unwrap();
+        let args = ["agent", "--standalone", "--once", "--dry-run", "--pods"];
+        let out = kolo(
+            &args
+                .into_iter()
+                .chain([pods.to_str().unwrap(), "--node-slo", slo.to_str().unwrap()])
+                .collect::<Vec<_>>(),
+            None,
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{text:?} accepted: {stderr}");
+        assert!(stderr.contains(says), "{text:?}: {stderr}");
+    }
+}
