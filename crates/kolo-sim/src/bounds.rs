@@ -88,7 +88,8 @@ mod tests {
         let base = Scenario::builtin();
         assert_eq!(check(&base), Ok(()), "the built-in scenario is within bounds");
         // (change, the field refused)
-        let cases: [(fn(&mut Scenario), &str); 9] = [
+        type Change = fn(&mut Scenario);
+        let cases: [(Change, &str); 9] = [
             (|s| s.step_seconds = u64::MAX, "stepSeconds"),
             (|s| s.duration_hours = 1e9, "durationHours"),
             (|s| s.batch.offered_load = 1e300, "batch.offeredLoad"),

@@ -449,8 +449,8 @@ pub fn node_colocation_strategy(
 }
 
 /// A reclaim threshold above 100 % is valid (the reference only requires
-/// >= 0) but lets batch allocatable exceed the node's capacity: said, not
-/// silently applied.
+/// at least 0) but lets batch allocatable exceed the node's capacity:
+/// said, not silently applied.
 fn over_capacity_warnings(
     strategy: &ColocationStrategy,
     node_name: &str,
