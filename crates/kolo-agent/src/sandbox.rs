@@ -26,6 +26,11 @@
 //! the kubelet does; processes only ever go to leaves (the kernel refuses
 //! a process in a cgroup whose children have controllers).
 //!
+//! A signal does not run `Drop`: a binary that keeps a `TestCgroups` alive
+//! while the user may press Ctrl-C (`kolo agent demo`, `kolo bench`) calls
+//! [`clean_up_after_signal`] from its signal watcher, which kills the
+//! sandboxes' processes and removes their trees (see `interrupt.rs`).
+//!
 //! Tests hold a process-wide lock while a `TestCgroups` lives, so real
 //! cgroup tests of one test binary run one at a time (CPU measurements
 //! would disturb each other otherwise). The test directory gets the
@@ -49,6 +54,9 @@ use crate::cgroup::{
 use kolo_api::kube_qos::KubeQoSClass;
 use kolo_api::{PriorityClass, QoSClass};
 use kolo_core::resources::{ResourceName, ResourceVector};
+
+mod interrupt;
+pub use interrupt::clean_up_after_signal;
 
 /// The real cgroup mount root.
 pub const CGROUP_ROOT: &str = "/sys/fs/cgroup";
@@ -213,7 +221,14 @@ impl TestCgroups {
             if self.version == CgroupVersion::V2 {
                 enable_controllers(dir.parent().expect("has a parent"))?;
             }
+            // Registered under the lock a signal's clean-up takes, so the
+            // clean-up either sees this directory or it is never made.
+            let mut live = interrupt::live();
             fs::create_dir(&dir)?;
+            if rel.is_empty() {
+                live.add_root(&dir);
+            }
+            drop(live);
             self.created.push(dir.clone());
             if s == Subsystem::Cpuset && self.version == CgroupVersion::V1 {
                 // A new v1 cpuset is empty; give it its parent's.
@@ -320,8 +335,11 @@ impl TestCgroups {
         };
         cmd.arg("-c").arg(script);
         cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::inherit());
+        let mut live = interrupt::live();
         let mut child = cmd.spawn()?;
         let pid = child.id();
+        live.add_pid(pid);
+        drop(live);
         let stdout = child.stdout.take().expect("piped");
         self.children.push(child);
         let (tx, rx) = mpsc::channel();
@@ -403,6 +421,7 @@ impl TestCgroups {
             let mut child = self.children.swap_remove(i);
             let _ = child.kill();
             let _ = child.wait();
+            interrupt::live().remove_pid(pid);
         }
     }
 
@@ -465,6 +484,7 @@ impl TestCgroups {
         for mut child in self.children.drain(..) {
             let _ = child.kill();
             let _ = child.wait();
+            interrupt::live().remove_pid(child.id());
         }
     }
 }
@@ -485,6 +505,8 @@ impl Drop for TestCgroups {
         if !problems.is_empty() {
             eprintln!("kolo test harness: could not remove {problems:?}");
         }
+        let roots: Vec<PathBuf> = self.roots.iter().map(|(_, root)| root.clone()).collect();
+        interrupt::live().remove_roots(&roots);
     }
 }
 

@@ -31,6 +31,7 @@ pub mod resources;
 pub mod selector;
 pub mod snapshot;
 pub mod usage_report;
+pub mod yaml_error;
 
 pub use cpu_mem::CpuMem;
 pub use meta::HasMeta;

@@ -146,7 +146,7 @@ impl NodeView {
         let status = node.status.as_ref();
         let read = |field: &'static str, list| match list {
             None => Ok(None),
-            Some(list) => ResourceVector::from_resource_list(list)
+            Some(list) => ResourceVector::from_object_list(list)
                 .map(Some)
                 .map_err(|error| NodeViewError::Resources { node: name.to_owned(), field, error }),
         };

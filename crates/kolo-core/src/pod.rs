@@ -487,7 +487,7 @@ fn parse_list(
 ) -> Result<ResourceVector, FieldError> {
     match list {
         None => Ok(ResourceVector::EMPTY),
-        Some(list) => ResourceVector::from_resource_list(list).map_err(|e| (field(), e)),
+        Some(list) => ResourceVector::from_object_list(list).map_err(|e| (field(), e)),
     }
 }
 

@@ -43,6 +43,15 @@ use kolo_api::quantity::{Format, Quantity, QuantityError, parse_milli, parse_val
 /// merges a resource silently.
 pub const EXTENDED_CAPACITY: usize = 16;
 
+/// The largest amount a Kubernetes resource list may carry, in vector units
+/// (milli-cores for `cpu`, bytes or a count otherwise): 2^62, i.e. 4 EiB of
+/// memory or 4.6 million million cores. Above it an amount would saturate
+/// `i64` arithmetic (a binary quantity such as `99999999999999999999Ei` is
+/// silently capped at 2^63-1 by Kubernetes' parser) and every later sum and
+/// difference would be meaningless, so
+/// [`ResourceVector::from_object_list`] refuses it for nodes and pods.
+pub const MAX_LIST_AMOUNT: i64 = 1 << 62;
+
 /// Number of resources with a fixed slot (cpu ... mid-memory).
 pub const WELL_KNOWN: usize = 8;
 
@@ -74,6 +83,29 @@ pub enum ResourceError {
         resource: String,
         /// What is wrong with the value (quotes the value).
         error: QuantityError,
+    },
+    /// A resource list holds a negative amount (the API server never
+    /// accepts one in a request, a limit or a node's capacity).
+    #[error("resource {resource:?}: negative quantity {value:?} (must be 0 or more)")]
+    Negative {
+        /// The resource name as written in the list.
+        resource: String,
+        /// The quantity as written.
+        value: String,
+    },
+    /// A node's or a pod's resource list holds an amount above
+    /// [`MAX_LIST_AMOUNT`] (see [`ResourceVector::from_object_list`]).
+    #[error(
+        "resource {resource:?}: quantity {value:?} is too large (at most 2^62 {unit}, \
+         kolo's bound for any resource amount)"
+    )]
+    TooLarge {
+        /// The resource name as written in the list.
+        resource: String,
+        /// The quantity as written.
+        value: String,
+        /// The unit of the bound: `millicores` for cpu, `units` otherwise.
+        unit: &'static str,
     },
     /// The process already tracks [`EXTENDED_CAPACITY`] extended resources
     /// and this one is new.
@@ -869,8 +901,34 @@ impl ResourceVector {
     ///
     /// Errors name the resource and quote the malformed value, or report a
     /// full extended-resource registry.
+    ///
+    /// A negative amount is an error ([`ResourceError::Negative`]): the API
+    /// server accepts none anywhere. Huge amounts saturate (Koordinator's
+    /// quota defaults are `MaxInt64 / 5` cores, meaning "no limit"); lists
+    /// that describe a node or a pod are read with
+    /// [`from_object_list`](Self::from_object_list), which refuses them.
     pub fn from_resource_list(
         list: &BTreeMap<String, KubeQuantity>,
+    ) -> Result<ResourceVector, ResourceError> {
+        Self::from_list_bounded(list, i64::MAX)
+    }
+
+    /// [`from_resource_list`](Self::from_resource_list) for the resource
+    /// lists of a node (capacity, allocatable) or a pod (requests, limits):
+    /// also refuses an amount above [`MAX_LIST_AMOUNT`]
+    /// ([`ResourceError::TooLarge`]), where a saturated capacity would make
+    /// every fit check and every derived limit (a CFS quota of 2^63-1 µs)
+    /// meaningless.
+    pub fn from_object_list(
+        list: &BTreeMap<String, KubeQuantity>,
+    ) -> Result<ResourceVector, ResourceError> {
+        Self::from_list_bounded(list, MAX_LIST_AMOUNT)
+    }
+
+    /// The conversion of both, refusing amounts above `max`.
+    fn from_list_bounded(
+        list: &BTreeMap<String, KubeQuantity>,
+        max: i64,
     ) -> Result<ResourceVector, ResourceError> {
         let mut out = ResourceVector::EMPTY;
         // Rank of the alias that set the batch-cpu / batch-memory slot.
@@ -880,7 +938,7 @@ impl ResourceVector {
             // Parse before interning so a rejected list never takes a
             // registry slot. Extended resources are never milli-valued.
             let milli = matches!(known, Some((ResourceName::Cpu, _)));
-            let amount = parse_amount(key, milli, quantity)?;
+            let amount = parse_amount(key, milli, quantity, max)?;
             let (name, rank) = match known {
                 Some(known) => known,
                 None => (ResourceName::Extended(ExtendedResourceRegistry::intern(key)?), 0),
@@ -919,10 +977,31 @@ impl ResourceVector {
 }
 
 /// Parses the quantity of resource `key` into vector units:
-/// `milli_value()` if `milli`, else `value()`.
-fn parse_amount(key: &str, milli: bool, quantity: &KubeQuantity) -> Result<i64, ResourceError> {
+/// `milli_value()` if `milli`, else `value()`. Negative amounts and amounts
+/// above `max` are errors.
+fn parse_amount(
+    key: &str,
+    milli: bool,
+    quantity: &KubeQuantity,
+    max: i64,
+) -> Result<i64, ResourceError> {
     let parsed = if milli { parse_milli(quantity) } else { parse_value(quantity) };
-    parsed.map_err(|error| ResourceError::InvalidQuantity { resource: key.to_owned(), error })
+    let amount = parsed
+        .map_err(|error| ResourceError::InvalidQuantity { resource: key.to_owned(), error })?;
+    if amount < 0 {
+        return Err(ResourceError::Negative {
+            resource: key.to_owned(),
+            value: quantity.0.clone(),
+        });
+    }
+    if amount > max {
+        return Err(ResourceError::TooLarge {
+            resource: key.to_owned(),
+            value: quantity.0.clone(),
+            unit: if milli { "millicores" } else { "units" },
+        });
+    }
+    Ok(amount)
 }
 
 impl Add for ResourceVector {
@@ -1237,6 +1316,38 @@ mod tests {
         let msg = err.to_string();
         assert!(msg.contains("\"memory\""), "{msg}");
         assert!(msg.contains("12x"), "{msg}");
+    }
+
+    #[test]
+    fn negative_and_saturated_amounts_are_refused() {
+        // (resource, quantity, what the error must say)
+        let cases = [
+            ("cpu", "-4", "negative"),
+            ("memory", "-1Ki", "negative"),
+            ("example.com/dev", "-1", "negative"),
+            ("memory", "99999999999999999999Ei", "too large"),
+            ("memory", "8Ei", "too large"),
+            ("cpu", "9223372036854775807", "too large"),
+            ("cpu", "4611686018427388", "too large"),
+        ];
+        for (resource, quantity, says) in cases {
+            let err = ResourceVector::from_object_list(&list(&[(resource, quantity)]))
+                .expect_err(quantity);
+            let msg = err.to_string();
+            assert!(msg.contains(says), "{resource}={quantity}: {msg}");
+            assert!(msg.contains(resource) && msg.contains(quantity), "{msg}");
+        }
+        // The bound itself and zero are fine.
+        let ok = list(&[("memory", "4Ei"), ("cpu", "0")]);
+        assert_eq!(
+            ResourceVector::from_object_list(&ok).unwrap(),
+            v(&[(Memory, MAX_LIST_AMOUNT), (Cpu, 0)])
+        );
+        // Other lists (quotas) may say "no limit" with a saturating amount,
+        // but never a negative one.
+        let quota = list(&[("cpu", "1844674407370955161")]);
+        assert_eq!(ResourceVector::from_resource_list(&quota).unwrap(), v(&[(Cpu, i64::MAX)]));
+        assert!(ResourceVector::from_resource_list(&list(&[("cpu", "-1")])).is_err());
     }
 
     #[test]

@@ -20,6 +20,7 @@ mod pieces;
 mod split;
 pub mod summary;
 mod tape;
+mod warnings;
 
 pub use now::{NowSource, parse_now};
 
@@ -91,6 +92,9 @@ pub struct Snapshot {
     /// Kinds that were present but that kolo does not use, with how many
     /// objects of each were skipped (`"apps/v1 Deployment" → 3`).
     pub skipped_kinds: BTreeMap<String, usize>,
+    /// `"<input>: no Kubernetes object in it"` for every input that held
+    /// none (see [`Snapshot::warnings`]).
+    pub empty_inputs: Vec<String>,
 }
 
 /// Where in the input a document or list item is.
@@ -198,7 +202,11 @@ impl Snapshot {
     /// left as it was.
     pub fn add_text(&mut self, text: &str, source_name: &str) -> Result<(), SnapshotError> {
         let parts = decode_all(pieces(text, source_name)?, source_name)?;
+        let empty = parts.iter().all(|p| p.object_count() == 0 && p.skipped_kinds.is_empty());
         self.append_all(parts);
+        if empty {
+            self.empty_inputs.push(format!("{source_name}: no Kubernetes object in it"));
+        }
         Ok(())
     }
 
@@ -249,7 +257,9 @@ impl Snapshot {
         if self.object_count() == 0 && self.skipped_kinds.is_empty() && !parts.is_empty() {
             // Nothing to keep: the first part becomes the snapshot, saving
             // a copy of its (large) objects.
+            let empty_inputs = std::mem::take(&mut self.empty_inputs);
             *self = parts.remove(0);
+            self.empty_inputs = empty_inputs;
         }
         macro_rules! append {
             ($($field:ident),*) => {$(

@@ -123,8 +123,8 @@ pub enum ConfigError {
 impl DeschedulerConfig {
     /// Reads a configuration from YAML (or JSON).
     pub fn from_yaml(text: &str) -> Result<DeschedulerConfig, ConfigError> {
-        let value: Value =
-            serde_saphyr::from_str(text).map_err(|e| ConfigError::Syntax(e.to_string()))?;
+        let value: Value = serde_saphyr::from_str(text)
+            .map_err(|e| ConfigError::Syntax(kolo_core::yaml_error::describe(&e)))?;
         let config: DeschedulerConfig =
             serde_path_to_error::deserialize(value).map_err(|e| ConfigError::Invalid {
                 field: e.path().to_string(),

@@ -18,6 +18,7 @@
 //! policy); the CLI (`kolo sim`) draws the progress bar and writes files.
 
 pub mod agent;
+pub mod bounds;
 pub mod contention;
 pub mod descheduler;
 pub mod engine;

@@ -385,9 +385,11 @@ pub enum ScenarioError {
 impl Scenario {
     /// Parses a scenario; `source_name` (the file) is named in errors.
     pub fn from_yaml(text: &str, source_name: &str) -> Result<Scenario, ScenarioError> {
-        let value: serde_json::Value = serde_saphyr::from_str(text).map_err(|e| {
-            ScenarioError::Syntax { source_name: source_name.to_string(), message: e.to_string() }
-        })?;
+        let value: serde_json::Value =
+            serde_saphyr::from_str(text).map_err(|e| ScenarioError::Syntax {
+                source_name: source_name.to_string(),
+                message: kolo_core::yaml_error::describe(&e),
+            })?;
         let scenario: Scenario =
             serde_path_to_error::deserialize(value).map_err(|e| ScenarioError::Field {
                 source_name: source_name.to_string(),
@@ -487,7 +489,7 @@ impl Scenario {
         if self.model.heatmap_bucket_minutes == 0 {
             return Err(("model.heatmapBucketMinutes", "must be > 0".into()));
         }
-        Ok(())
+        crate::bounds::check(self)
     }
 
     /// Number of nodes.

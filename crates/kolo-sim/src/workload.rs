@@ -131,15 +131,40 @@ fn duration_seconds(rng: &mut StdRng, b: &BatchWorkload) -> f64 {
 /// Mean work of a job, milli-core-seconds, estimated from the generator
 /// itself (so the caps and the discrete shapes are accounted for).
 fn mean_job_work(seed: u64, b: &BatchWorkload) -> f64 {
+    calibrate(seed, b).0
+}
+
+/// The mean work of a job (milli-core-seconds) and its mean number of
+/// pods, from [`CALIBRATION_DRAWS`] draws of the generator.
+fn calibrate(seed: u64, b: &BatchWorkload) -> (f64, f64) {
     let mut rng = StdRng::seed_from_u64(mix(seed ^ 0xCA11_B8A7E));
     let mut total = 0.0;
+    let mut tasks = 0u64;
     for _ in 0..CALIBRATION_DRAWS {
         let shape = job_shape(&mut rng, b);
+        tasks += u64::from(shape.tasks);
         for _ in 0..shape.tasks {
             total += shape.cores * 1000.0 * shape.usage * duration_seconds(&mut rng, b);
         }
     }
-    total / CALIBRATION_DRAWS as f64
+    let draws = CALIBRATION_DRAWS as f64;
+    (total / draws, tasks as f64 / draws)
+}
+
+/// How many batch pods [`generate`] is expected to make for `scenario` on
+/// a cluster of `cpu_capacity` milli-cores: the job rate × the duration ×
+/// the mean pods of a job. Infinite when a job does no work (every pod
+/// requests 0 CPU) yet load is offered.
+pub fn expected_batch_pods(scenario: &Scenario, cpu_capacity: f64) -> f64 {
+    let b = &scenario.batch;
+    if b.offered_load <= 0.0 || cpu_capacity <= 0.0 {
+        return 0.0;
+    }
+    let (work, tasks) = calibrate(scenario.seed, b);
+    if work <= 0.0 {
+        return f64::INFINITY;
+    }
+    b.offered_load * cpu_capacity / work * scenario.duration_hours * 3600.0 * tasks
 }
 
 /// Cluster totals the generator sizes the workload against.

@@ -251,19 +251,31 @@ fn require_standalone(common: &Common) -> Result<(), BoxError> {
         .into())
 }
 
-/// A NodeSLO object (`kubectl get nodeslo NAME -o yaml`) or just its spec,
-/// YAML or JSON.
+/// A NodeSLO object (`kubectl get nodeslo NAME -o yaml`), a document with
+/// just its `spec:`, or the spec itself, YAML or JSON. Anything else (an
+/// object of another kind, a spec field of the wrong type, a file that is
+/// not a mapping) is an error naming the file and the field: a malformed
+/// NodeSLO must not silently become the default one.
 fn load_node_slo(path: &std::path::Path) -> Result<NodeSLOSpec, BoxError> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let value: serde_json::Value =
-        serde_saphyr::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-    let spec = if value.get("kind").is_some() {
-        value.get("spec").cloned().unwrap_or_default()
-    } else {
-        value
+    let value: serde_json::Value = serde_saphyr::from_str(&text)
+        .map_err(|e| format!("{}: {}", path.display(), kolo_core::yaml_error::describe(&e)))?;
+    if !value.is_object() {
+        return Err(
+            format!("{}: not a NodeSLO or a NodeSLO spec (a mapping)", path.display()).into()
+        );
+    }
+    if let Some(kind) = value.get("kind").filter(|k| k.as_str() != Some("NodeSLO")) {
+        return Err(format!("{}: kind: {kind} is not NodeSLO", path.display()).into());
+    }
+    let spec = match value.get("spec") {
+        Some(spec) => spec.clone(),
+        None if value.get("kind").is_some() => serde_json::Value::Null,
+        None => value,
     };
-    Ok(serde_json::from_value(spec)
-        .map_err(|e| format!("{}: not a NodeSLO spec: {e}", path.display()))?)
+    let spec = if spec.is_null() { serde_json::json!({}) } else { spec };
+    serde_path_to_error::deserialize(spec)
+        .map_err(|e| format!("{}: spec.{}: {}", path.display(), e.path(), e.inner()).into())
 }
 
 /// Ticks enough for `seconds` at the agent's interval (at least `min`).
@@ -277,6 +289,7 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<(), BoxError> {
     match args.command {
         Some(Command::Demo { seconds }) => {
             crate::logging::init(LogFormat::Text);
+            crate::interrupt::clean_up_sandboxes_on_signals();
             Ok(kolo_kube::agent::demo::run(seconds, out)?)
         }
         Some(Command::Cluster(args)) => crate::agent_cluster::run(*args),
@@ -300,6 +313,13 @@ pub fn run(args: Args, out: &mut dyn Write) -> Result<(), BoxError> {
         }
         None if args.once => {
             crate::logging::init(args.common.log_format);
+            // Read and checked as in every other mode (a malformed file is
+            // an error, never silently the default NodeSLO), though two
+            // collection rounds apply no QoS.
+            if let Some(path) = &args.common.node_slo {
+                load_node_slo(path)?;
+                tracing::warn!(path = %path.display(), "--once only collects: the NodeSLO is checked, not applied");
+            }
             let agent = args.common.standalone_agent()?;
             let interval = Duration::from_millis(args.common.interval_ms.max(100));
             run_ticks(&agent, interval, Some(2), None);

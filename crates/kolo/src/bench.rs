@@ -105,6 +105,7 @@ pub fn run(command: Command, out: &mut dyn Write) -> Result<(), BoxError> {
             interval_ms,
             output,
         } => {
+            crate::interrupt::clean_up_sandboxes_on_signals();
             let shape = agent_overhead::Shape { pods, containers, be_pods };
             let result = agent_overhead::measure(&agent, shape, seconds, warmup, interval_ms)?;
             match output {
@@ -136,6 +137,7 @@ pub fn run(command: Command, out: &mut dyn Write) -> Result<(), BoxError> {
             }
         }
         Command::Interference { args, output } => {
+            crate::interrupt::clean_up_sandboxes_on_signals();
             let report = interference::run(&args, &agent)?;
             match output {
                 OutputFormat::Json => crate::write_json(&report, out)?,

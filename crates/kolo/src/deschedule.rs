@@ -4,7 +4,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use kolo_core::clock::Timestamp;
-use kolo_core::snapshot::Snapshot;
 use kolo_descheduler::config::{ConfigError, DeschedulerConfig};
 use kolo_descheduler::{Cluster, Descheduler, whatif};
 
@@ -80,7 +79,7 @@ pub fn run(args: &Args, out: &mut impl Write) -> Result<(), CliError> {
     let path = || args.config.clone().unwrap_or_else(|| PathBuf::from("<default>"));
     let mut descheduler = Descheduler::new(&config)
         .map_err(|source| boxed(DescheduleError::Config { path: path(), source }))?;
-    let snapshot = Snapshot::load_all(&args.snapshots)?;
+    let snapshot = crate::load_snapshots(&args.snapshots)?;
     let (now, source) = snapshot.what_if_now(args.now);
     let cluster = Cluster::from_snapshot(&snapshot);
     let report = whatif::deschedule(&mut descheduler, &cluster, now, source.describe());

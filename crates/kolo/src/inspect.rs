@@ -3,14 +3,13 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use kolo_core::snapshot::Snapshot;
 use kolo_core::snapshot::summary::Summary;
 
 use crate::{CliError, OutputFormat, write_json};
 
 /// Loads the files (merged) and prints their summary.
 pub fn run(files: &[PathBuf], output: OutputFormat, out: &mut impl Write) -> Result<(), CliError> {
-    let summary = Summary::of(&Snapshot::load_all(files)?);
+    let summary = Summary::of(&crate::load_snapshots(files)?);
     match output {
         OutputFormat::Json => write_json(&summary, out),
         OutputFormat::Text => Ok(summary.write_text(out)?),

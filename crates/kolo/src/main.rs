@@ -13,6 +13,7 @@ mod descheduler_run;
 mod doctor;
 mod inspect;
 mod install;
+mod interrupt;
 mod logging;
 mod manager;
 mod manager_run;
@@ -271,12 +272,31 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         // The reader went away (`kolo schedule ... | head`): nothing left
-        // to tell anyone.
-        Err(CliError::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        // to tell anyone, and like other CLI tools that is no failure.
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("kolo: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Whether `error` (or what caused it, however deeply boxed) is a write to a
+/// pipe whose reader has gone (`EPIPE`).
+fn is_broken_pipe(error: &(dyn std::error::Error + 'static)) -> bool {
+    if let Some(io) = error.downcast_ref::<std::io::Error>() {
+        return io.kind() == std::io::ErrorKind::BrokenPipe;
+    }
+    // serde_json's `source()` skips the I/O error it wraps.
+    if let Some(json) = error.downcast_ref::<serde_json::Error>() {
+        return json.io_error_kind() == Some(std::io::ErrorKind::BrokenPipe);
+    }
+    // `#[error(transparent)]` forwards `source()` past the wrapped error
+    // itself, so unwrap kolo's own wrappers by hand.
+    match error.downcast_ref::<CliError>() {
+        Some(CliError::Command(inner)) => is_broken_pipe(inner.as_ref()),
+        Some(CliError::Io(io)) => io.kind() == std::io::ErrorKind::BrokenPipe,
+        _ => error.source().is_some_and(is_broken_pipe),
     }
 }
 
@@ -311,6 +331,16 @@ fn write_json(
     })?;
     writeln!(out)?;
     Ok(())
+}
+
+/// Loads and merges snapshot files (`-` is stdin), printing what loaded
+/// but looks wrong (empty inputs, duplicate objects) as warnings.
+fn load_snapshots(
+    files: &[impl AsRef<std::path::Path>],
+) -> Result<kolo_core::snapshot::Snapshot, kolo_core::snapshot::SnapshotError> {
+    let snapshot = kolo_core::snapshot::Snapshot::load_all(files)?;
+    warn_all(&snapshot.warnings());
+    Ok(snapshot)
 }
 
 /// Prints warnings to stderr: they never abort a command, and a closed

@@ -118,15 +118,24 @@ pub fn run(command: Command) -> Result<(), Box<dyn std::error::Error + Send + Sy
 
 fn run_webhook(args: WebhookArgs) -> Result<(), ManagerError> {
     crate::logging::init(args.log_format);
-    let state = load_state(&args.state)?;
-    let certificate = certificate(&args)?;
     let limits = Limits {
         max_body_bytes: args.max_body_bytes,
-        decision_timeout: Duration::from_millis(args.timeout_ms.max(1)),
+        decision_timeout: Duration::from_millis(args.timeout_ms),
         ..Limits::default()
     };
+    // Refuse bad limits before generating, loading or binding anything.
+    limits.validate().map_err(StandaloneError::from)?;
+    let state = load_state(&args.state)?;
+    let (certificate, ca) = certificate(&args)?;
     let options = StandaloneOptions { listen: args.listen, certificate, limits };
-    standalone::run(options, state, kolo_kube::component::shutdown_signal())?;
+    let ca_out = args.ca_out.clone();
+    // The CA is published only once the server listens: a failed start
+    // (the port in use) leaves an existing --ca-out file alone.
+    let started: standalone::StartedHook = Box::new(move |_| match ca {
+        Some(ca) => publish_ca(ca_out.as_deref(), &ca).map_err(Into::into),
+        None => Ok(()),
+    });
+    standalone::run(options, state, started, kolo_kube::component::shutdown_signal())?;
     Ok(())
 }
 
@@ -134,7 +143,7 @@ fn run_webhook(args: WebhookArgs) -> Result<(), ManagerError> {
 fn load_state(files: &[PathBuf]) -> Result<AdmissionState, ManagerError> {
     let snapshot = Snapshot::load_all(files)?;
     let state = AdmissionState::from_snapshot(&snapshot);
-    for warning in state.warnings() {
+    for warning in snapshot.warnings().into_iter().chain(state.warnings()) {
         tracing::warn!("{warning}");
     }
     if files.is_empty() {
@@ -149,15 +158,17 @@ fn load_state(files: &[PathBuf]) -> Result<AdmissionState, ManagerError> {
     Ok(state)
 }
 
-/// The serving certificate the options ask for; a generated one's CA is
-/// written to `--ca-out` or printed first.
-fn certificate(args: &WebhookArgs) -> Result<CertificateSource, ManagerError> {
+/// The serving certificate the options ask for and, for a generated one,
+/// its CA (PEM) to publish once the server listens.
+fn certificate(
+    args: &WebhookArgs,
+) -> Result<(CertificateSource, Option<GeneratedCa>), ManagerError> {
     if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
-        return Ok(CertificateSource::Files {
-            cert: cert.clone(),
-            key: key.clone(),
-            check_interval: Duration::from_secs(args.cert_check_interval_secs.max(1)),
-        });
+        let check_interval = Duration::from_secs(args.cert_check_interval_secs.max(1));
+        return Ok((
+            CertificateSource::Files { cert: cert.clone(), key: key.clone(), check_interval },
+            None,
+        ));
     }
     let mut options =
         SelfSignedOptions { validity_days: args.validity_days, ..SelfSignedOptions::default() };
@@ -166,22 +177,30 @@ fn certificate(args: &WebhookArgs) -> Result<CertificateSource, ManagerError> {
         options.ips = args.ips.clone();
     }
     let generated = tls::generate_self_signed(&options)?;
-    match &args.ca_out {
+    let ca =
+        GeneratedCa { pem: generated.ca_cert_pem.clone(), bundle: generated.ca_bundle_base64() };
+    Ok((CertificateSource::Generated(generated), Some(ca)))
+}
+
+/// A generated CA: its PEM and the base64 `caBundle` of it.
+struct GeneratedCa {
+    pem: String,
+    bundle: String,
+}
+
+/// Writes the CA to `path` (atomically) or prints it.
+fn publish_ca(path: Option<&std::path::Path>, ca: &GeneratedCa) -> Result<(), ManagerError> {
+    match path {
         Some(path) => {
-            tls::write_pem(path, &generated.ca_cert_pem)?;
+            tls::write_pem(path, &ca.pem)?;
             tracing::info!(path = %path.display(), "generated CA written");
         }
         None => {
             let mut out = std::io::stdout().lock();
-            write!(
-                out,
-                "# kolo webhook CA (PEM):\n{}# caBundle:\n{}\n",
-                generated.ca_cert_pem,
-                generated.ca_bundle_base64()
-            )
-            .and_then(|()| out.flush())
-            .map_err(ManagerError::Print)?;
+            write!(out, "# kolo webhook CA (PEM):\n{}# caBundle:\n{}\n", ca.pem, ca.bundle)
+                .and_then(|()| out.flush())
+                .map_err(ManagerError::Print)?;
         }
     }
-    Ok(CertificateSource::Generated(generated))
+    Ok(())
 }

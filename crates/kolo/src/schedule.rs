@@ -3,7 +3,6 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use kolo_core::snapshot::Snapshot;
 use kolo_scheduler::whatif::{self, load_config};
 
 use crate::{CliError, OutputFormat, write_json};
@@ -16,7 +15,7 @@ pub fn run(
     out: &mut impl Write,
 ) -> Result<(), CliError> {
     let config = load_config(options.config.as_deref())?;
-    let snapshot = Snapshot::load_all(files)?;
+    let snapshot = crate::load_snapshots(files)?;
     let run = whatif::schedule(snapshot, &config, options)?;
     match output {
         OutputFormat::Json => write_json(&run.report, out),

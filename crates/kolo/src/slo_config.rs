@@ -29,7 +29,7 @@ impl SloInputs {
     /// Loads and merges the snapshot files; a `--node` the snapshot lacks
     /// is an error naming it.
     pub fn load(&self) -> Result<Snapshot, Box<dyn std::error::Error + Send + Sync>> {
-        let snapshot = Snapshot::load_all(&self.snapshots)?;
+        let snapshot = crate::load_snapshots(&self.snapshots)?;
         self.selection().check(&snapshot)?;
         Ok(snapshot)
     }

@@ -203,7 +203,7 @@ fn admission_state(
     args: &MutateArgs,
     pods: &[(Pod, Option<Pod>)],
 ) -> Result<AdmissionState, BoxError> {
-    let snapshot = Snapshot::load_all(&[&args.profiles[..], &args.state[..]].concat())?;
+    let snapshot = crate::load_snapshots(&[&args.profiles[..], &args.state[..]].concat())?;
     let mut inputs = AdmissionInputs::from_snapshot(&snapshot);
     inputs.assume_koordinator_priority_classes();
     if let Some(labels) = &args.namespace_labels {

@@ -95,6 +95,12 @@ pub const MEMORY_UNLIMITED_V1: i64 = 0x7FFF_FFFF_FFFF_F000;
 pub const CFS_BASE_PERIOD_US: i64 = 100_000;
 /// The smallest CFS quota the kernel accepts, µs.
 pub const CFS_MIN_QUOTA_US: i64 = 1_000;
+/// The largest CFS quota the kernel accepts, µs: `max_cfs_runtime`
+/// (`MAX_BW` = 2^44 - 1 µs, kernel/sched/core.c); a larger value fails with
+/// `EINVAL`. Every computed quota is clamped to it, so an absurd node
+/// capacity or CPU limit never yields a write the kernel refuses (or
+/// 2^63-1).
+pub const CFS_MAX_QUOTA_US: i64 = (1 << 44) - 1;
 /// Smallest `cpu.shares`.
 pub const MIN_SHARES: i64 = 2;
 /// Largest `cpu.shares`.

@@ -29,7 +29,9 @@ use kolo_api::crd::NodeSLOSpec;
 use kolo_core::resources::{ResourceName, ResourceVector};
 
 use super::{NodeState, Plan, PodState, Strategy};
-use crate::cgroup::resource::{CFS_BASE_PERIOD_US, CFS_MIN_QUOTA_US, MAX_SHARES, MIN_SHARES};
+use crate::cgroup::resource::{
+    CFS_BASE_PERIOD_US, CFS_MAX_QUOTA_US, CFS_MIN_QUOTA_US, MAX_SHARES, MIN_SHARES,
+};
 use crate::cgroup::{CgroupDir, CgroupWrite, Resource};
 
 /// The strategy's name.
@@ -49,12 +51,13 @@ pub fn milli_to_shares(milli: i64) -> i64 {
 }
 
 /// `cpu.cfs_quota_us` for a batch-cpu limit in milli-cores with the
-/// 100000 µs period: `milli × 100`, at least 1000; non-positive → `-1`.
+/// 100000 µs period: `milli × 100`, in [1000, [`CFS_MAX_QUOTA_US`]];
+/// non-positive → `-1`.
 pub fn milli_to_quota(milli: i64) -> i64 {
     if milli <= 0 {
         return -1;
     }
-    (milli.saturating_mul(CFS_BASE_PERIOD_US) / 1000).max(CFS_MIN_QUOTA_US)
+    (milli.saturating_mul(CFS_BASE_PERIOD_US) / 1000).clamp(CFS_MIN_QUOTA_US, CFS_MAX_QUOTA_US)
 }
 
 /// Whether the NodeSLO makes the BE suppressor work by CFS quota (then the
@@ -205,7 +208,9 @@ mod tests {
             (0, 2, -1),
             (-300, 2, -1),
             (300_000, 262_144, 30_000_000),
-            (i64::MAX, 262_144, i64::MAX / 1000),
+            // The kernel's bound (2^44 - 1 µs), not i64::MAX / 1000.
+            (i64::MAX, 262_144, CFS_MAX_QUOTA_US),
+            (200_000_000_000, 262_144, CFS_MAX_QUOTA_US),
         ];
         for (milli, shares, quota) in table {
             assert_eq!(milli_to_shares(milli), shares, "shares of {milli}m");
@@ -304,7 +309,7 @@ mod tests {
         ));
         let plan = run(&BatchResource, &n, &NodeSLOSpec::default());
         let p = "kubepods/besteffort/podp";
-        assert_eq!(written(&plan, p, Resource::CpuCfsQuota), Some(Value::Int(i64::MAX / 1000)));
+        assert_eq!(written(&plan, p, Resource::CpuCfsQuota), Some(Value::Int(CFS_MAX_QUOTA_US)));
         assert_eq!(written(&plan, p, Resource::MemoryLimit), Some(Value::Int(i64::MAX)));
     }
 

@@ -41,7 +41,7 @@ use kolo_api::crd::NodeSLOSpec;
 
 use super::cpu_burst::pod_config;
 use super::{Figures, NodeState, Plan, PodState, Strategy};
-use crate::cgroup::resource::CFS_BASE_PERIOD_US;
+use crate::cgroup::resource::{CFS_BASE_PERIOD_US, CFS_MAX_QUOTA_US};
 use crate::cgroup::{CgroupWrite, Resource};
 
 /// The strategy's name.
@@ -178,7 +178,7 @@ fn base_quota(limit_milli: i64) -> i64 {
     if limit_milli <= 0 {
         return 0;
     }
-    (limit_milli.saturating_mul(CFS_BASE_PERIOD_US) / 1000).max(MIN_QUOTA_US)
+    (limit_milli.saturating_mul(CFS_BASE_PERIOD_US) / 1000).clamp(MIN_QUOTA_US, CFS_MAX_QUOTA_US)
 }
 
 impl Strategy for CfsQuotaBurst {

@@ -45,6 +45,7 @@ use kolo_core::cpuset::CpuSet;
 use super::cpu_pools::{pools, usable_cpus};
 use super::eviction_order::{enabled_thresholds, percent, percent_of};
 use super::{Figures, NodeState, Plan, Strategy};
+use crate::cgroup::resource::CFS_MAX_QUOTA_US;
 use crate::cgroup::{CgroupDir, CgroupWrite, Resource, Value};
 
 /// The strategy's name.
@@ -222,9 +223,10 @@ pub fn place(n: usize, cpus: &CpuSet, cores: &BTreeMap<u32, (u32, u32)>) -> CpuS
 /// The quota to write for `suppress` milli, or `None` to leave it.
 ///
 /// `current` is the BE dir's quota (`-1`/≤ 0: unlimited; `None`: unknown,
-/// always write), `capacity` the node's milli-cores.
+/// always write), `capacity` the node's milli-cores. The quota is at most
+/// [`CFS_MAX_QUOTA_US`], the kernel's bound.
 pub fn target_quota(suppress: i64, current: Option<i64>, capacity: i64) -> Option<i64> {
-    let mut quota = suppress.saturating_mul(100).max(MIN_QUOTA_US);
+    let mut quota = suppress.saturating_mul(100).clamp(MIN_QUOTA_US, CFS_MAX_QUOTA_US);
     let Some(cur) = current else { return Some(quota) };
     let cores = capacity.max(0) / 1000;
     let min_delta = cores.saturating_mul(1000);
@@ -507,7 +509,9 @@ mod tests {
             (3_400, Some(900_000), 16_000, Some(340_000)), // shrink unlimited
             (10, Some(3_000), 16_000, Some(2_000)), // floor, written despite |Δ| < minDelta
             (-500, Some(2_000), 16_000, None),    // already at the floor
-            (i64::MAX, Some(-1), 16_000, Some(i64::MAX)),
+            // The kernel's bound, never 2^63-1 (a node of absurd capacity).
+            (i64::MAX, Some(-1), 16_000, Some(CFS_MAX_QUOTA_US)),
+            (i64::MAX, None, i64::MAX, Some(CFS_MAX_QUOTA_US)),
         ];
         for (suppress, current, capacity, want) in table {
             assert_eq!(target_quota(suppress, current, capacity), want, "{suppress} {current:?}");

@@ -110,7 +110,7 @@ impl PodState {
         for (j, c) in object.spec.iter().flat_map(|spec| &spec.containers).enumerate() {
             let field = format!("spec.containers[{j}].resources");
             let list = |l: Option<&BTreeMap<String, KubeQuantity>>| {
-                l.map(ResourceVector::from_resource_list)
+                l.map(ResourceVector::from_object_list)
                     .transpose()
                     .map(Option::unwrap_or_default)
                     .map_err(|e| bad(&field, e.to_string()))

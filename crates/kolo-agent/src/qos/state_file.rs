@@ -177,8 +177,9 @@ impl PlanInput {
 /// Reads a state file (YAML or JSON). `now` is used when the file has no
 /// `now`.
 pub fn parse_state(text: &str, now: Timestamp) -> Result<PlanInput, StateFileError> {
-    let value: serde_json::Value =
-        serde_saphyr::from_str(text).map_err(|e| error("$", format!("not valid YAML: {e}")))?;
+    let value: serde_json::Value = serde_saphyr::from_str(text).map_err(|e| {
+        error("$", format!("not valid YAML: {}", kolo_core::yaml_error::describe(&e)))
+    })?;
     let file: StateFile = serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         error(format!("$.{path}").trim_end_matches('.'), e.into_inner())
@@ -275,7 +276,7 @@ pub fn parse_state(text: &str, now: Timestamp) -> Result<PlanInput, StateFileErr
 }
 
 fn vector(path: &str, list: &ResourceList) -> Result<ResourceVector, StateFileError> {
-    ResourceVector::from_resource_list(list).map_err(|e| error(path, e))
+    ResourceVector::from_object_list(list).map_err(|e| error(path, e))
 }
 
 fn cpu_mem(path: &str, list: &ResourceList) -> Result<CpuMem, StateFileError> {

@@ -36,16 +36,35 @@ pub(super) enum Body<'a> {
 }
 
 /// Cuts input into pieces, detecting JSON (first non-blank character `{` or
-/// `[`) or YAML.
+/// `[`) or YAML. Input that starts like JSON but is not JSON is read as
+/// YAML, whose flow style (`{apiVersion: v1, kind: Node}`) starts the same
+/// way; if that fails too, the error is the JSON one when the input looks
+/// like JSON (`{"`), else the YAML one.
 pub(super) fn pieces<'a>(
     text: &'a str,
     source_name: &str,
 ) -> Result<Vec<Piece<'a>>, SnapshotError> {
-    if matches!(text.trim_start().as_bytes().first(), Some(b'{' | b'[')) {
-        json_pieces(text, source_name)
-    } else {
-        yaml_pieces(text, source_name)
+    let start = text.trim_start();
+    if !matches!(start.as_bytes().first(), Some(b'{' | b'[')) {
+        return yaml_pieces(text, source_name);
     }
+    let json_error = match json_pieces(text, source_name) {
+        Ok(pieces) => return Ok(pieces),
+        Err(e) => e,
+    };
+    match yaml_pieces(text, source_name) {
+        Ok(pieces) => Ok(pieces),
+        Err(yaml_error) if start.starts_with('{') && !looks_like_json(&start[1..]) => {
+            Err(yaml_error)
+        }
+        Err(_) => Err(json_error),
+    }
+}
+
+/// Whether the text after an opening `{` reads as a JSON object: a quoted
+/// key or the closing brace.
+fn looks_like_json(after_brace: &str) -> bool {
+    matches!(after_brace.trim_start().as_bytes().first(), Some(b'"' | b'}'))
 }
 
 /// Appends one piece per list item, numbered from 1 inside `document`.
@@ -194,7 +213,7 @@ pub(super) fn parse_yaml(
     source_name: &str,
 ) -> Result<Value, SnapshotError> {
     serde_saphyr::from_str_with_options(text, yaml_options(text.len()))
-        .map_err(|e| syntax_error(source_name, position, "YAML", e.to_string()))
+        .map_err(|e| syntax_error(source_name, position, "YAML", crate::yaml_error::describe(&e)))
 }
 
 /// serde-saphyr's default budget stops at 250,000 nodes, which a 5,000-node

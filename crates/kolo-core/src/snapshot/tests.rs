@@ -165,14 +165,35 @@ fn errors_name_document_object_and_field() {
         ),
         (
             "json syntax",
-            "{\"kind\": \"Pod\",}".to_string(),
+            "{\"kind\": \"Pod\", \"spec\": {\"a\": 1}".to_string(),
             "test.yaml: document 1: not valid JSON:",
+        ),
+        (
+            "flow-style YAML with a syntax error is reported as YAML",
+            "{kind: Pod, spec: [}\n".to_string(),
+            "test.yaml: document 1: not valid YAML:",
+        ),
+        (
+            "duplicate key, in kolo's words",
+            "apiVersion: v1\nkind: Node\nmetadata: {name: a}\nmetadata: {name: b}\n".to_string(),
+            "test.yaml: document 1: not valid YAML: line 4 column 1: duplicate key \"metadata\" (a key may appear only once in a mapping)",
         ),
     ];
     for (case, text, expected) in cases {
         let got = error(&text);
         assert!(got.starts_with(expected), "{case}:\n got: {got}\nwant: {expected}...");
     }
+}
+
+#[test]
+fn flow_style_yaml_starting_with_a_brace_loads() {
+    // Not JSON (unquoted keys), but YAML, as kubectl reads it.
+    let s = snapshot("{apiVersion: v1, kind: Node, metadata: {name: node-f}}\n");
+    assert_eq!(s.nodes.len(), 1);
+    assert_eq!(s.nodes[0].view.name(), "node-f");
+    // A flow-style list of objects too.
+    let s = snapshot("[{apiVersion: v1, kind: Node, metadata: {name: a}}]\n");
+    assert_eq!(s.nodes.len(), 1);
 }
 
 #[test]
@@ -374,12 +395,12 @@ fn concatenated_objects_without_separator_are_an_error() {
     // `cat node.yaml configmap.yaml` without a `---` between them.
     let text = "apiVersion: v1\nkind: Node\nmetadata:\n  name: n1\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: slo-controller-config\ndata:\n  a: b\n";
     let err = error(text);
-    assert!(err.contains("duplicate mapping key: apiVersion"), "{err}");
+    assert!(err.contains("duplicate key \"apiVersion\""), "{err}");
     // The same with a `kind: List` first, whose items the fast path cuts out.
     let list =
         format!("{}apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n", kubectl_list(&[NODE]));
     let err = error(&list);
-    assert!(err.contains("duplicate mapping key"), "{err}");
+    assert!(err.contains("duplicate key"), "{err}");
 }
 
 #[test]

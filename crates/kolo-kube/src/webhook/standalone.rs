@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use kolo_manager::webhook::AdmissionState;
 
+use super::server::bounds::LimitsError;
 use super::server::state::SharedState;
 use super::server::tls::{self, CertificateSource, TlsError};
 use super::server::{Limits, ServerError, Webhook, WebhookServer};
@@ -34,18 +35,36 @@ pub enum StandaloneError {
     /// The server could not start.
     #[error(transparent)]
     Server(#[from] ServerError),
+    /// A limit is out of its bounds (nothing was bound or written).
+    #[error("webhook limits: {0}")]
+    Limits(#[from] LimitsError),
+    /// The caller's start-up step (run once the server listens, e.g.
+    /// publishing a generated CA) failed; the server did not serve.
+    #[error(transparent)]
+    Started(Box<dyn std::error::Error + Send + Sync>),
     /// The tokio runtime could not start.
     #[error("starting the async runtime: {0}")]
     Runtime(std::io::Error),
 }
 
+/// The start-up step [`run`] calls once the server listens, with its
+/// address: what must not happen when the server cannot start (writing a
+/// generated CA over the file a running server's clients trust).
+pub type StartedHook =
+    Box<dyn FnOnce(SocketAddr) -> Result<(), Box<dyn std::error::Error + Send + Sync>> + Send>;
+
 /// Serves the webhooks deciding with `state` until `shutdown` completes,
 /// then shuts the server down gracefully. Runs its own tokio runtime.
+///
+/// The limits are checked first; `started` runs after the socket is bound
+/// and before the first connection is accepted (its error stops the server).
 pub fn run(
     options: StandaloneOptions,
     state: AdmissionState,
+    started: StartedHook,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), StandaloneError> {
+    options.limits.validate()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("kolo-webhook")
@@ -61,6 +80,7 @@ pub fn run(
         let webhook =
             Webhook::new(SharedState::new(state)).with_limits(options.limits).with_health(health);
         let server = WebhookServer::bind(options.listen, config, webhook).await?;
+        started(server.local_addr()).map_err(StandaloneError::Started)?;
         server.serve(shutdown).await;
         tracing::info!("stopped");
         Ok(())

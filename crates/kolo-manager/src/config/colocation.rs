@@ -444,7 +444,35 @@ pub fn node_colocation_strategy(
             )),
         }
     }
+    over_capacity_warnings(&strategy, node_name, &mut warnings);
     (strategy, warnings)
+}
+
+/// A reclaim threshold above 100 % is valid (the reference only requires
+/// at least 0) but lets batch allocatable exceed the node's capacity:
+/// said, not silently applied.
+fn over_capacity_warnings(
+    strategy: &ColocationStrategy,
+    node_name: &str,
+    warnings: &mut Vec<String>,
+) {
+    let thresholds = [
+        ("cpuReclaimThresholdPercent", "batch-cpu", strategy.cpu_reclaim_threshold_percent),
+        (
+            "memoryReclaimThresholdPercent",
+            "batch-memory",
+            strategy.memory_reclaim_threshold_percent,
+        ),
+    ];
+    for (field, resource, percent) in thresholds {
+        if let Some(percent) = percent.filter(|p| *p > 100) {
+            warnings.push(format!(
+                "node {node_name}: {field} {percent} is above 100: {resource} may reach {:.1}× \
+                 the node's capacity",
+                percent as f64 / 100.0
+            ));
+        }
+    }
 }
 
 #[cfg(test)]
@@ -528,6 +556,28 @@ mod tests {
         assert!(
             warnings[0].starts_with("node n1: annotation node.koordinator.sh/colocation-strategy:")
         );
+    }
+
+    #[test]
+    fn reclaim_thresholds_above_100_percent_are_warned_about() {
+        let cfg = parse(r#"{"enable":true,"cpuReclaimThresholdPercent":500}"#).unwrap();
+        let resolved = ResolvedColocation::resolve(&cfg);
+        let (s, warnings) = node_colocation_strategy(&resolved, "n1", &labels(&[]), None);
+        assert_eq!(s.cpu_reclaim_threshold(), 500, "valid, as in the reference");
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].starts_with("node n1: cpuReclaimThresholdPercent 500 is above 100"));
+        assert!(warnings[0].contains("5.0×"), "{}", warnings[0]);
+        // The same from a node's reclaim-ratio label.
+        let cfg = parse(r#"{"enable":true}"#).unwrap();
+        let label = [(kolo_api::names::label::NODE_MEMORY_RECLAIM_RATIO, "1.5")];
+        let (_, warnings) = node_colocation_strategy(
+            &ResolvedColocation::resolve(&cfg),
+            "n2",
+            &labels(&label),
+            None,
+        );
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains("memoryReclaimThresholdPercent 150"), "{}", warnings[0]);
     }
 
     #[test]

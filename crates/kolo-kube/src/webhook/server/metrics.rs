@@ -4,7 +4,7 @@
 //! | metric | labels | meaning |
 //! | --- | --- | --- |
 //! | `kolo_webhook_requests_total` | `webhook`, `outcome` | requests answered, by outcome |
-//! | `kolo_webhook_request_duration_seconds` | `webhook` | time from the request's arrival to its answer (histogram) |
+//! | `kolo_webhook_request_duration_seconds` | `webhook` | time from the whole request body read to its answer (histogram; a slow upload is not counted) |
 //! | `kolo_webhook_handler_failures_total` | `webhook`, `reason` | decisions that failed and were answered "allowed, unchanged" |
 //! | `kolo_webhook_connection_errors_total` | `stage` | connections dropped before or while serving HTTP |
 //!
@@ -121,7 +121,7 @@ impl WebhookMetrics {
         let duration: HistogramFamily = Family::new_with_constructor(duration_histogram);
         registry.register(
             "kolo_webhook_request_duration_seconds",
-            "Time from an admission request's arrival to its answer",
+            "Time from an admission request's whole body read to its answer",
             duration.clone(),
         );
         let failures = Family::<FailureLabels, Counter>::default();

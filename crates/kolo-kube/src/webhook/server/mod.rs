@@ -42,6 +42,7 @@
 //! [`mutate_pod`]: kolo_manager::webhook::mutate_pod
 //! [`validate_pod`]: kolo_manager::webhook::validate_pod
 
+pub mod bounds;
 pub mod metrics;
 pub mod state;
 pub mod tls;
@@ -228,33 +229,26 @@ impl Webhook {
         }
     }
 
+    /// Reads the body, then answers; the request-duration histogram times
+    /// the answer only, from the moment the whole body is in: a client
+    /// that sends its body slowly does not count as decision time. A
+    /// request refused while reading its body counts with a duration of 0.
     async fn admit(&self, webhook: WebhookKind, request: Request) -> Response {
+        let body = match read_body(request, self.limits.max_body_bytes).await {
+            Ok(body) => body,
+            Err(error) => {
+                let (outcome, response) = refuse_body(webhook, error);
+                self.metrics.observe_request(webhook, outcome, Duration::ZERO);
+                return response;
+            }
+        };
         let start = Instant::now();
-        let (outcome, response) = self.answer(webhook, request).await;
-        let elapsed = start.elapsed();
-        self.metrics.observe_request(webhook, outcome, elapsed);
+        let (outcome, response) = self.answer(webhook, body).await;
+        self.metrics.observe_request(webhook, outcome, start.elapsed());
         response
     }
 
-    async fn answer(&self, webhook: WebhookKind, request: Request) -> (Outcome, Response) {
-        let body = match read_body(request, self.limits.max_body_bytes).await {
-            Ok(body) => body,
-            Err(BodyError::TooLarge(message)) => {
-                tracing::warn!(webhook = webhook.as_str(), "{message}");
-                return (
-                    Outcome::TooLarge,
-                    (StatusCode::PAYLOAD_TOO_LARGE, message).into_response(),
-                );
-            }
-            Err(BodyError::Read(message)) => {
-                tracing::warn!(webhook = webhook.as_str(), "reading the request body: {message}");
-                return (
-                    Outcome::BadRequest,
-                    (StatusCode::BAD_REQUEST, format!("reading the request body: {message}\n"))
-                        .into_response(),
-                );
-            }
-        };
+    async fn answer(&self, webhook: WebhookKind, body: Bytes) -> (Outcome, Response) {
         let review = match review::decode_review(&body) {
             Ok(review) => review,
             Err(error) => {
@@ -360,12 +354,30 @@ enum BodyError {
     Read(String),
 }
 
+/// The answer to a body that could not be read: logged on one line, sent
+/// back with a final newline.
+fn refuse_body(webhook: WebhookKind, error: BodyError) -> (Outcome, Response) {
+    match error {
+        BodyError::TooLarge(message) => {
+            tracing::warn!(webhook = webhook.as_str(), "{message}");
+            let response = (StatusCode::PAYLOAD_TOO_LARGE, format!("{message}\n"));
+            (Outcome::TooLarge, response.into_response())
+        }
+        BodyError::Read(message) => {
+            tracing::warn!(webhook = webhook.as_str(), "reading the request body: {message}");
+            let response =
+                (StatusCode::BAD_REQUEST, format!("reading the request body: {message}\n"));
+            (Outcome::BadRequest, response.into_response())
+        }
+    }
+}
+
 /// Reads a request body of at most `limit` bytes, refusing a larger one as
 /// soon as its `Content-Length` (or the bytes received) say so.
 async fn read_body(request: Request, limit: usize) -> Result<Bytes, BodyError> {
     let too_large = |size: String| {
         BodyError::TooLarge(format!(
-            "request body of {size} bytes is over the limit of {limit} bytes\n"
+            "request body of {size} bytes is over the limit of {limit} bytes"
         ))
     };
     let declared = request
@@ -542,5 +554,61 @@ mod tests {
             assert!(text.lines().any(|l| l == line), "no line {line:?} in\n{text}");
         }
         assert_eq!(text.matches("# EOF").count(), 1, "{text}");
+    }
+
+    /// The `_sum` of the request-duration histogram of `webhook`.
+    fn duration_sum(health: &Health, webhook: &str) -> f64 {
+        let prefix = format!("kolo_webhook_request_duration_seconds_sum{{webhook=\"{webhook}\"}} ");
+        let text = health.encode();
+        let line =
+            text.lines().find(|l| l.starts_with(&prefix)).unwrap_or_else(|| panic!("{text}"));
+        line[prefix.len()..].parse().unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_slow_body_is_not_decision_time_and_413_logs_one_line() {
+        use tower::ServiceExt as _;
+        let health = Health::new("webhook");
+        let limits = Limits { max_body_bytes: 4096, ..Limits::default() };
+        let webhook = Webhook::new(SharedState::new(AdmissionState::default()))
+            .with_limits(limits)
+            .with_health(Arc::clone(&health));
+        // A body sent in two halves 300 ms apart (not an AdmissionReview:
+        // the answer is a fast 400).
+        let chunks = futures::stream::unfold(0, |n| async move {
+            match n {
+                0 => Some((Ok::<_, std::io::Error>(Bytes::from_static(b"{")), 1)),
+                1 => {
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                    Some((Ok(Bytes::from_static(b"}")), 2))
+                }
+                _ => None,
+            }
+        });
+        let request = axum::http::Request::post("/mutate-pod")
+            .body(axum::body::Body::from_stream(chunks))
+            .unwrap();
+        let response = webhook.router().oneshot(request).await.unwrap();
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+        let sum = duration_sum(&health, "mutate");
+        assert!(sum < 0.1, "the 300 ms upload counted as decision time: {sum} s");
+
+        // Too large: refused with one log line (no newline in the message)
+        // and a body that ends in one.
+        let error = read_body(
+            axum::http::Request::post("/").body(axum::body::Body::from(vec![b'x'; 5000])).unwrap(),
+            4096,
+        )
+        .await
+        .unwrap_err();
+        let BodyError::TooLarge(message) = error else { panic!("not TooLarge") };
+        assert!(!message.contains('\n'), "{message:?}");
+        let request = axum::http::Request::post("/validate-pod")
+            .body(axum::body::Body::from(vec![b'x'; 5000]))
+            .unwrap();
+        let response = webhook.router().oneshot(request).await.unwrap();
+        assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        assert!(body.ends_with(b" bytes\n") && !body[..body.len() - 1].contains(&b'\n'));
     }
 }

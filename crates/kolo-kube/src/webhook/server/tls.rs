@@ -65,6 +65,12 @@ pub enum TlsError {
     /// rustls refused the certificate and key (e.g. they do not match).
     #[error("certificate and key: {0}")]
     Rustls(#[from] rustls::Error),
+    /// `validity_days` is outside [`VALIDITY_DAYS_RANGE`].
+    #[error("validity_days: {days} is out of range ({}..={} days)", VALIDITY_DAYS_RANGE.start(), VALIDITY_DAYS_RANGE.end())]
+    Validity {
+        /// The validity asked for.
+        days: u32,
+    },
     /// A certificate could not be generated.
     #[error("generating the {what}: {source}")]
     Generate {
@@ -75,6 +81,11 @@ pub enum TlsError {
     },
 }
 
+/// Accepted [`SelfSignedOptions::validity_days`]: a day to 100 years (a
+/// certificate's dates end in year 9999; far beyond that the date
+/// arithmetic has no answer).
+pub const VALIDITY_DAYS_RANGE: std::ops::RangeInclusive<u32> = 1..=36_500;
+
 /// What a generated serving certificate covers and how long it lasts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SelfSignedOptions {
@@ -82,7 +93,8 @@ pub struct SelfSignedOptions {
     pub dns_names: Vec<String>,
     /// Subject alternative IP addresses.
     pub ips: Vec<IpAddr>,
-    /// Validity in days, from one day before now (clock skew).
+    /// Validity in days, from one day before now (clock skew); within
+    /// [`VALIDITY_DAYS_RANGE`].
     pub validity_days: u32,
 }
 
@@ -153,15 +165,19 @@ fn validity(params: &mut CertificateParams, validity_days: u32) {
         .unwrap_or(0);
     let (y, m, d) = civil_from_days(today - 1);
     params.not_before = rcgen::date_time_ymd(y, m, d);
-    let (y, m, d) = civil_from_days(today + i64::from(validity_days.max(1)));
+    let (y, m, d) = civil_from_days(today + i64::from(validity_days));
     params.not_after = rcgen::date_time_ymd(y, m, d);
 }
 
 /// Generates a CA (`kolo-webhook-ca`) and a serving certificate for the
 /// options' names and addresses, signed by it. Both keys are ECDSA P-256.
+/// A validity outside [`VALIDITY_DAYS_RANGE`] is an error.
 pub fn generate_self_signed(
     options: &SelfSignedOptions,
 ) -> Result<GeneratedCertificates, TlsError> {
+    if !VALIDITY_DAYS_RANGE.contains(&options.validity_days) {
+        return Err(TlsError::Validity { days: options.validity_days });
+    }
     let gen_err = |what| move |source| TlsError::Generate { what, source };
 
     let mut ca_params = CertificateParams::default();
@@ -256,10 +272,30 @@ pub fn load_pem_files(cert: &Path, key: &Path) -> Result<Arc<CertifiedKey>, TlsE
     certified_key_from_pem(&cert_pem, &key_pem, &what)
 }
 
-/// Writes `text` to `path` (creating or truncating it).
+/// Writes `text` to `path`, replacing it atomically (see `write_atomically`).
 pub fn write_pem(path: &Path, text: &str) -> Result<(), TlsError> {
-    std::fs::write(path, text)
+    write_atomically(path, text)
         .map_err(|source| TlsError::Write { path: path.to_path_buf(), source })
+}
+
+/// Writes `text` to a temporary file beside `path`, then renames it over
+/// `path`: a reader sees the old file or the new one, never a part, and a
+/// failed write leaves the old file alone.
+fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+    let name = path.file_name().ok_or_else(|| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, "the path names no file")
+    })?;
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".tmp-{}", std::process::id()));
+    let tmp = path.with_file_name(tmp_name);
+    let written = std::fs::write(&tmp, text)
+        .and_then(|()| std::fs::File::open(&tmp)?.sync_all())
+        .and_then(|()| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }
 
 /// The serving certificate, replaceable while the server runs: new
@@ -419,6 +455,36 @@ mod tests {
             base64::engine::general_purpose::STANDARD.decode(generated.ca_bundle_base64()).unwrap();
         assert_eq!(decoded, generated.ca_cert_pem.as_bytes());
         assert!(!format!("{generated:?}").contains("PRIVATE KEY"));
+    }
+
+    #[test]
+    fn validity_days_are_bounded() {
+        for (days, ok) in
+            [(0, false), (1, true), (36_500, true), (36_501, false), (u32::MAX, false)]
+        {
+            let options = SelfSignedOptions { validity_days: days, ..SelfSignedOptions::default() };
+            match generate_self_signed(&options) {
+                Ok(_) => assert!(ok, "{days} days accepted"),
+                Err(e) => {
+                    assert!(!ok, "{days} days refused: {e}");
+                    assert!(e.to_string().starts_with("validity_days: "), "{e}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn write_pem_replaces_atomically() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ca.pem");
+        std::fs::write(&path, "old").unwrap();
+        write_pem(&path, "new").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap()).collect();
+        assert_eq!(names.len(), 1, "no temporary file left: {names:?}");
+        // A failed write (the directory is gone) leaves nothing behind either.
+        let missing = dir.path().join("no-such-dir/ca.pem");
+        assert!(write_pem(&missing, "x").is_err());
     }
 
     #[test]
