@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use kolo_agent::agent::{Agent, AgentConfig};
 use kolo_agent::cgroup::{CgroupDriver, LayoutConfig};
+use kolo_agent::qos::state_file::node_slo_spec;
 use kolo_api::crd::NodeSLOSpec;
 use kolo_core::clock::Timestamp;
 use kolo_kube::agent::ticks::lock;
@@ -244,15 +245,7 @@ fn require_standalone(common: &Common) -> Result<(), BoxError> {
 /// YAML or JSON.
 fn load_node_slo(path: &std::path::Path) -> Result<NodeSLOSpec, BoxError> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let value: serde_json::Value =
-        serde_saphyr::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-    let spec = if value.get("kind").is_some() {
-        value.get("spec").cloned().unwrap_or_default()
-    } else {
-        value
-    };
-    Ok(serde_json::from_value(spec)
-        .map_err(|e| format!("{}: not a NodeSLO spec: {e}", path.display()))?)
+    Ok(node_slo_spec(&text).map_err(|e| format!("{}: {e}", path.display()))?)
 }
 
 /// Ticks enough for `seconds` at the agent's interval (at least `min`).

@@ -174,6 +174,19 @@ impl PlanInput {
     }
 }
 
+/// Reads the text of a `--node-slo` file: a NodeSLO object (`kubectl get
+/// nodeslo NAME -o yaml`) or just its spec, YAML or JSON. The error says
+/// whether the text is not YAML or not a NodeSLO spec.
+pub fn node_slo_spec(text: &str) -> Result<NodeSLOSpec, String> {
+    let value: serde_json::Value = serde_saphyr::from_str(text).map_err(|e| e.to_string())?;
+    let spec = if value.get("kind").is_some() {
+        value.get("spec").cloned().unwrap_or_default()
+    } else {
+        value
+    };
+    serde_json::from_value(spec).map_err(|e| format!("not a NodeSLO spec: {e}"))
+}
+
 /// Reads a state file (YAML or JSON). `now` is used when the file has no
 /// `now`.
 pub fn parse_state(text: &str, now: Timestamp) -> Result<PlanInput, StateFileError> {
