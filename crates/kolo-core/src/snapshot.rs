@@ -127,6 +127,14 @@ pub enum SnapshotError {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// The file (or stdin) holds more than the limit.
+    #[error("reading {path}: larger than the limit of {limit} bytes for a snapshot")]
+    TooLarge {
+        /// The path, or `-` for stdin.
+        path: PathBuf,
+        /// The limit, [`MAX_SNAPSHOT_BYTES`].
+        limit: u64,
+    },
     /// The text is not valid YAML / JSON.
     #[error(transparent)]
     Syntax(Box<SyntaxError>),
@@ -168,6 +176,34 @@ pub struct ObjectError {
     pub message: String,
 }
 
+/// The largest snapshot file (or stdin) kolo reads: 512 MiB. A `kubectl get
+/// -o yaml` dump of a 5,000-node cluster with its pods is ~70 MB; a larger
+/// input (or `/dev/zero`) is refused before it fills the memory.
+pub const MAX_SNAPSHOT_BYTES: u64 = 512 << 20;
+
+/// Reads a file (or stdin for `-`) as text, refusing more than `limit`
+/// bytes: a regular file by its size before reading, anything else after
+/// `limit + 1` bytes.
+pub fn read_text(path: &Path, limit: u64) -> Result<String, SnapshotError> {
+    let io = |source| SnapshotError::Io { path: path.to_path_buf(), source };
+    let too_large = || SnapshotError::TooLarge { path: path.to_path_buf(), limit };
+    let reader: Box<dyn Read> = if path == Path::new("-") {
+        Box::new(std::io::stdin().lock())
+    } else {
+        let file = std::fs::File::open(path).map_err(io)?;
+        if file.metadata().is_ok_and(|m| m.is_file() && m.len() > limit) {
+            return Err(too_large());
+        }
+        Box::new(file)
+    };
+    let mut text = String::new();
+    reader.take(limit.saturating_add(1)).read_to_string(&mut text).map_err(io)?;
+    if text.len() as u64 > limit {
+        return Err(too_large());
+    }
+    Ok(text)
+}
+
 impl Snapshot {
     /// Loads a snapshot from text, detecting JSON (first non-blank character
     /// `{` or `[`) or YAML. `source_name` appears in error messages.
@@ -187,14 +223,7 @@ impl Snapshot {
     /// Adds the objects of a file (or stdin for `-`) to this snapshot. On
     /// error the snapshot is left as it was.
     pub fn add_file(&mut self, path: &Path) -> Result<(), SnapshotError> {
-        let io = |source| SnapshotError::Io { path: path.to_path_buf(), source };
-        let text = if path == Path::new("-") {
-            let mut text = String::new();
-            std::io::stdin().read_to_string(&mut text).map_err(io)?;
-            text
-        } else {
-            std::fs::read_to_string(path).map_err(io)?
-        };
+        let text = read_text(path, MAX_SNAPSHOT_BYTES)?;
         self.add_text(&text, &path.display().to_string())
     }
 

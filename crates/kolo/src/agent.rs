@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use kolo_agent::agent::{Agent, AgentConfig};
 use kolo_agent::cgroup::{CgroupDriver, LayoutConfig};
+use kolo_agent::qos::state_file::node_slo_spec;
 use kolo_api::crd::NodeSLOSpec;
 use kolo_core::clock::Timestamp;
 use kolo_kube::agent::ticks::lock;
@@ -258,24 +259,7 @@ fn require_standalone(common: &Common) -> Result<(), BoxError> {
 /// NodeSLO must not silently become the default one.
 fn load_node_slo(path: &std::path::Path) -> Result<NodeSLOSpec, BoxError> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let value: serde_json::Value = serde_saphyr::from_str(&text)
-        .map_err(|e| format!("{}: {}", path.display(), kolo_core::yaml_error::describe(&e)))?;
-    if !value.is_object() {
-        return Err(
-            format!("{}: not a NodeSLO or a NodeSLO spec (a mapping)", path.display()).into()
-        );
-    }
-    if let Some(kind) = value.get("kind").filter(|k| k.as_str() != Some("NodeSLO")) {
-        return Err(format!("{}: kind: {kind} is not NodeSLO", path.display()).into());
-    }
-    let spec = match value.get("spec") {
-        Some(spec) => spec.clone(),
-        None if value.get("kind").is_some() => serde_json::Value::Null,
-        None => value,
-    };
-    let spec = if spec.is_null() { serde_json::json!({}) } else { spec };
-    serde_path_to_error::deserialize(spec)
-        .map_err(|e| format!("{}: spec.{}: {}", path.display(), e.path(), e.inner()).into())
+    Ok(node_slo_spec(&text).map_err(|e| format!("{}: {e}", path.display()))?)
 }
 
 /// Ticks enough for `seconds` at the agent's interval (at least `min`).

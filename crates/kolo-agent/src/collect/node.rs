@@ -182,17 +182,18 @@ pub fn node_capacity(proc_root: &Path) -> Result<(usize, u64), NodeCollectError>
 
 /// The `cpu` lines of one `/proc/stat` reading.
 #[derive(Debug, Default)]
-struct Ticks {
+pub struct Ticks {
     /// Node total busy ticks.
-    total: u64,
+    pub total: u64,
     /// Per-CPU busy ticks, indexed by CPU id (`None`: no line, e.g. offline).
-    per_cpu: Vec<Option<u64>>,
+    pub per_cpu: Vec<Option<u64>>,
     /// The number of `cpuN` lines.
-    cpus: usize,
+    pub cpus: usize,
 }
 
 /// Parses the `cpu` lines of `/proc/stat` into `out` (reusing its vector).
-fn parse_stat(text: &[u8], path: &Path, out: &mut Ticks) -> Result<(), NodeCollectError> {
+/// `path` only names the file in errors. Public for the fuzz target.
+pub fn parse_stat(text: &[u8], path: &Path, out: &mut Ticks) -> Result<(), NodeCollectError> {
     let err = |line: usize, message: String| NodeCollectError::Parse {
         path: path.to_path_buf(),
         line,

@@ -216,10 +216,17 @@ fn parse_cpuset(path: &Path, text: &str) -> Result<CpuSet, TopologyError> {
 /// negative values read as 0.
 fn read_id(path: &Path) -> Result<Option<u32>, TopologyError> {
     let Some(text) = read_text(path)? else { return Ok(None) };
+    parse_id(path, &text).map(Some)
+}
+
+/// Parses the text of a small id file (`core_id`, `physical_package_id`);
+/// negative values read as 0. `path` only names the file in errors.
+/// Public for the fuzz target.
+pub fn parse_id(path: &Path, text: &str) -> Result<u32, TopologyError> {
     let text = text.trim();
     match text.parse::<i64>() {
-        Ok(v) if v < 0 => Ok(Some(0)),
-        Ok(v) => u32::try_from(v).map(Some).map_err(|_| TopologyError::Parse {
+        Ok(v) if v < 0 => Ok(0),
+        Ok(v) => u32::try_from(v).map_err(|_| TopologyError::Parse {
             path: path.to_path_buf(),
             message: format!("{text:?} is out of range"),
         }),

@@ -284,23 +284,7 @@ impl KubeletSource {
         stream.write_all(request.as_bytes()).map_err(io_err)?;
         stream.flush().map_err(io_err)?;
         let mut reader = BufReader::with_capacity(16 * 1024, stream);
-        let head = read_response(&mut reader, self.config.max_body_bytes, &mut self.body).map_err(
-            |e| match e {
-                ResponseError::Io(e) => io_err(e),
-                ResponseError::Http(message) => KubeletErrorKind::Http { message },
-                ResponseError::TooLarge => {
-                    KubeletErrorKind::TooLarge { limit: self.config.max_body_bytes }
-                }
-            },
-        )?;
-        if !(200..300).contains(&head.status) {
-            return Err(KubeletErrorKind::Status {
-                status: head.status,
-                reason: head.reason,
-                body: quote_body(&self.body),
-            });
-        }
-        Ok(())
+        read_answer(&mut reader, self.config.max_body_bytes, &mut self.body, io_err)
     }
 
     fn request(&self) -> Result<String, KubeletErrorKind> {
@@ -380,6 +364,40 @@ fn io_error(e: io::Error, timeout: Duration) -> KubeletErrorKind {
         }
         _ => KubeletErrorKind::Io { source: e },
     }
+}
+
+/// Reads the kubelet's HTTP answer into `body` (de-chunked): an error for a
+/// malformed response, a body over `max_body` bytes, or a non-2xx status.
+fn read_answer<R: BufRead>(
+    r: &mut R,
+    max_body: usize,
+    body: &mut Vec<u8>,
+    io_err: impl Fn(io::Error) -> KubeletErrorKind,
+) -> Result<(), KubeletErrorKind> {
+    let head = read_response(r, max_body, body).map_err(|e| match e {
+        ResponseError::Io(e) => io_err(e),
+        ResponseError::Http(message) => KubeletErrorKind::Http { message },
+        ResponseError::TooLarge => KubeletErrorKind::TooLarge { limit: max_body },
+    })?;
+    if !(200..300).contains(&head.status) {
+        return Err(KubeletErrorKind::Status {
+            status: head.status,
+            reason: head.reason,
+            body: quote_body(body),
+        });
+    }
+    Ok(())
+}
+
+/// Parses a whole kubelet `/pods` HTTP response held in memory (status
+/// line, headers, body) as [`KubeletSource::fetch_pods`] parses what its
+/// connection reads: the pods, or why not. Public for the fuzz target.
+pub fn parse_pods_response(raw: &[u8], max_body: usize) -> Result<Vec<Pod>, KubeletErrorKind> {
+    let mut body = Vec::new();
+    read_answer(&mut io::Cursor::new(raw), max_body, &mut body, |source| KubeletErrorKind::Io {
+        source,
+    })?;
+    decode_pod_list(&body)
 }
 
 fn quote_body(body: &[u8]) -> String {

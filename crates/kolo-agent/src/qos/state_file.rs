@@ -174,6 +174,30 @@ impl PlanInput {
     }
 }
 
+/// Reads the text of a `--node-slo` file: a NodeSLO object (`kubectl get
+/// nodeslo NAME -o yaml`), a document with just its `spec:`, or the spec
+/// itself, YAML or JSON. Anything else (an object of another kind, a spec
+/// field of the wrong type, a text that is not a mapping) is an error
+/// naming the field: a malformed NodeSLO must not silently become the
+/// default one.
+pub fn node_slo_spec(text: &str) -> Result<NodeSLOSpec, String> {
+    let value: serde_json::Value =
+        serde_saphyr::from_str(text).map_err(|e| kolo_core::yaml_error::describe(&e))?;
+    if !value.is_object() {
+        return Err("not a NodeSLO or a NodeSLO spec (a mapping)".to_string());
+    }
+    if let Some(kind) = value.get("kind").filter(|k| k.as_str() != Some("NodeSLO")) {
+        return Err(format!("kind: {kind} is not NodeSLO"));
+    }
+    let spec = match value.get("spec") {
+        Some(spec) => spec.clone(),
+        None if value.get("kind").is_some() => serde_json::Value::Null,
+        None => value,
+    };
+    let spec = if spec.is_null() { serde_json::json!({}) } else { spec };
+    serde_path_to_error::deserialize(spec).map_err(|e| format!("spec.{}: {}", e.path(), e.inner()))
+}
+
 /// Reads a state file (YAML or JSON). `now` is used when the file has no
 /// `now`.
 pub fn parse_state(text: &str, now: Timestamp) -> Result<PlanInput, StateFileError> {

@@ -462,3 +462,80 @@ fn budgets_of_both_versions_claims_and_volumes_are_kept() {
     let message = error(&bad);
     assert!(message.contains("status.disruptionsAllowed"), "{message}");
 }
+
+/// The snapshot's input bounds (docs/reliability.md, "Input bounds"): a
+/// file or stream over the size limit, "billion laughs" alias expansion and
+/// deep nesting are refused, each with an error naming the input, without
+/// exhausting the memory or the stack.
+mod input_bounds {
+    use std::path::Path;
+
+    use super::*;
+    use crate::snapshot::{MAX_SNAPSHOT_BYTES, read_text};
+
+    #[test]
+    fn size_limit_refuses_large_files_and_endless_streams() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dump.yaml");
+        std::fs::write(&path, "x".repeat(100)).unwrap();
+        assert_eq!(read_text(&path, 100).unwrap().len(), 100);
+        let err = read_text(&path, 99).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            format!("reading {}: larger than the limit of 99 bytes for a snapshot", path.display())
+        );
+        // Not a regular file: read up to the limit, then refused.
+        let err = read_text(Path::new("/dev/zero"), 4096).unwrap_err().to_string();
+        assert!(err.starts_with("reading /dev/zero: larger than the limit of 4096 bytes"), "{err}");
+        assert_eq!(MAX_SNAPSHOT_BYTES, 512 << 20);
+    }
+
+    #[test]
+    fn alias_expansion_is_bounded() {
+        // "Billion laughs": 9 levels of 9 aliases expand to 9^9 strings.
+        let mut text = String::from(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: laughs}\ndata:\n  l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n",
+        );
+        for level in 1..=9 {
+            let prev = format!("*l{}", level - 1);
+            let items = [prev.as_str(); 9].join(", ");
+            text.push_str(&format!("  l{level}: &l{level} [{items}]\n"));
+        }
+        let started = std::time::Instant::now();
+        let err = Snapshot::parse(&text, "laughs.yaml").unwrap_err().to_string();
+        assert!(err.starts_with("laughs.yaml: document 1: not valid YAML"), "{err}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(10), "{err}");
+    }
+
+    #[test]
+    fn nesting_depth_is_bounded() {
+        let depth = 100_000;
+        let yaml = format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: deep}}\nx: {}{}\n",
+            "[".repeat(depth),
+            "]".repeat(depth)
+        );
+        let err = Snapshot::parse(&yaml, "deep.yaml").unwrap_err().to_string();
+        assert!(err.starts_with("deep.yaml: document 1: not valid YAML"), "{err}");
+        // An unknown field is skipped (serde_json skips without recursing):
+        // read, not a stack overflow.
+        let json = format!(
+            "{{\"kind\":\"ConfigMap\",\"metadata\":{{\"name\":\"deep\"}},\"x\":{}{}}}",
+            "[".repeat(depth),
+            "]".repeat(depth)
+        );
+        assert_eq!(Snapshot::parse(&json, "deep.json").unwrap().config_maps.len(), 1);
+        // A value kept as JSON (a NodeSLO's extensions) stops at serde_json's
+        // recursion limit (128).
+        let json = format!(
+            "{{\"apiVersion\":\"slo.koordinator.sh/v1alpha1\",\"kind\":\"NodeSLO\",\"metadata\":{{\"name\":\"n\"}},\"spec\":{{\"extensions\":{{\"x\":{}{}}}}}}}",
+            "[".repeat(depth),
+            "]".repeat(depth)
+        );
+        let err = Snapshot::parse(&json, "deep-slo.json").unwrap_err().to_string();
+        assert!(err.starts_with("deep-slo.json: "), "{err}");
+        let list = format!("[{}{}]", "[".repeat(depth), "]".repeat(depth));
+        let err = Snapshot::parse(&list, "deep-list.json").unwrap_err().to_string();
+        assert!(err.starts_with("deep-list.json: "), "{err}");
+    }
+}
