@@ -238,80 +238,8 @@ mod tests {
 
     /// A CNR in the shape Katalyst writes (spec §5): two sockets, one NUMA
     /// node each, reclaimed resources at node and NUMA level, plus fields
-    /// kolo never writes.
-    const CNR: &str = r#"
-apiVersion: node.katalyst.kubewharf.io/v1alpha1
-kind: CustomNodeResource
-metadata:
-  name: node-a
-spec:
-  nodeResourceProperties:
-  - propertyName: cpu
-    propertyQuantity: "16"
-  - propertyName: numa_count
-    propertyValues: ["2"]
-  taints:
-  - key: reclaim-off
-    effect: NoScheduleForReclaimedTasks
-    qosLevel: reclaimed_cores
-status:
-  resources:
-    allocatable:
-      resource.katalyst.kubewharf.io/reclaimed_millicpu: "4k"
-      resource.katalyst.kubewharf.io/reclaimed_memory: "52720723557"
-    capacity:
-      resource.katalyst.kubewharf.io/reclaimed_millicpu: "4k"
-      resource.katalyst.kubewharf.io/reclaimed_memory: "52720723557"
-    resourcePackages:
-    - numaID: "0"
-      packageName: x
-  topologyPolicy: None
-  topologyZone:
-  - type: Socket
-    name: "0"
-    resources: {}
-    children:
-    - type: Numa
-      name: "0"
-      resources:
-        allocatable:
-          cpu: "8"
-          memory: 32Gi
-          resource.katalyst.kubewharf.io/reclaimed_millicpu: "2k"
-        capacity:
-          cpu: "8"
-          memory: 32Gi
-      attributes:
-      - name: cpu_lists
-        value: 0-7
-      allocations:
-      - consumer: prod/db/uid-1
-        requests:
-          cpu: "4"
-      siblings:
-      - type: Numa
-        name: "1"
-        attributes:
-        - name: distance
-          value: "21"
-  - type: Socket
-    name: "1"
-    resources: {}
-    children:
-    - type: Numa
-      name: "1"
-      resources:
-        capacity:
-          cpu: "8"
-  conditions:
-  - type: AgentReady
-    status: "True"
-    lastHeartbeatTime: "2026-11-28T01:00:00Z"
-    reason: Healthy
-  nodeMetricStatus:
-    updateTime: "2026-11-28T01:00:00Z"
-    nodeMetric: {numaUsage: []}
-"#;
+    /// kolo never writes (the fixture's comment has the details).
+    const CNR: &str = include_str!("../../tests/fixtures/cnr-node-a.yaml");
 
     #[test]
     fn a_katalyst_cnr_reads_and_writes_back_unchanged() {
