@@ -16,6 +16,7 @@ struct Expected {
     kind: &'static str,
     plural: &'static str,
     singular: &'static str,
+    short_names: &'static [&'static str],
     scope: &'static str,
     status_subresource: bool,
     printer_columns: &'static [&'static str],
@@ -28,6 +29,7 @@ const EXPECTED: &[Expected] = &[
         kind: "NodeMetric",
         plural: "nodemetrics",
         singular: "nodemetric",
+        short_names: &[],
         scope: "Cluster",
         status_subresource: true,
         printer_columns: &[],
@@ -38,6 +40,7 @@ const EXPECTED: &[Expected] = &[
         kind: "NodeSLO",
         plural: "nodeslos",
         singular: "nodeslo",
+        short_names: &[],
         scope: "Cluster",
         status_subresource: true,
         printer_columns: &[],
@@ -48,6 +51,7 @@ const EXPECTED: &[Expected] = &[
         kind: "ClusterColocationProfile",
         plural: "clustercolocationprofiles",
         singular: "clustercolocationprofile",
+        short_names: &[],
         scope: "Cluster",
         status_subresource: true,
         printer_columns: &[],
@@ -58,6 +62,7 @@ const EXPECTED: &[Expected] = &[
         kind: "Reservation",
         plural: "reservations",
         singular: "reservation",
+        short_names: &[],
         scope: "Cluster",
         status_subresource: true,
         printer_columns: &["Phase", "Age", "Node", "TTL", "Expires"],
@@ -68,6 +73,7 @@ const EXPECTED: &[Expected] = &[
         kind: "PodMigrationJob",
         plural: "podmigrationjobs",
         singular: "podmigrationjob",
+        short_names: &[],
         scope: "Cluster",
         status_subresource: true,
         printer_columns: &[
@@ -88,6 +94,7 @@ const EXPECTED: &[Expected] = &[
         kind: "Device",
         plural: "devices",
         singular: "device",
+        short_names: &[],
         scope: "Cluster",
         status_subresource: false,
         printer_columns: &[],
@@ -98,6 +105,7 @@ const EXPECTED: &[Expected] = &[
         kind: "ElasticQuota",
         plural: "elasticquotas",
         singular: "elasticquota",
+        short_names: &[],
         scope: "Namespaced",
         status_subresource: false,
         printer_columns: &[],
@@ -108,8 +116,20 @@ const EXPECTED: &[Expected] = &[
         kind: "PodGroup",
         plural: "podgroups",
         singular: "podgroup",
+        short_names: &[],
         scope: "Namespaced",
         status_subresource: false,
+        printer_columns: &[],
+    },
+    Expected {
+        name: "customnoderesources.node.katalyst.kubewharf.io",
+        group: "node.katalyst.kubewharf.io",
+        kind: "CustomNodeResource",
+        plural: "customnoderesources",
+        singular: "customnoderesource",
+        short_names: &["kcnr"],
+        scope: "Cluster",
+        status_subresource: true,
         printer_columns: &[],
     },
 ];
@@ -125,11 +145,9 @@ fn identities_in_order() {
         assert_eq!(spec.names.kind, want.kind, "{}", want.name);
         assert_eq!(spec.names.plural, want.plural, "{}", want.name);
         assert_eq!(spec.names.singular.as_deref(), Some(want.singular), "{}", want.name);
-        assert_eq!(
-            spec.names.short_names, None,
-            "{}: the reference declares no short names",
-            want.name
-        );
+        let short: Vec<&str> =
+            spec.names.short_names.iter().flatten().map(String::as_str).collect();
+        assert_eq!(short, want.short_names, "{}: short names as in the reference", want.name);
         assert_eq!(spec.scope, want.scope, "{}", want.name);
         assert_eq!(spec.versions.len(), 1, "{}", want.name);
         let version = &spec.versions[0];
@@ -282,6 +300,7 @@ fn schema_details_match_the_reference() {
     let dev = by_kind("Device");
     let eq = by_kind("ElasticQuota");
     let pg = by_kind("PodGroup");
+    let cnr = by_kind("CustomNodeResource");
 
     // Enumerations the reference validates.
     let enums: &[(&Value, &[&str], &[&str])] = &[
@@ -338,6 +357,7 @@ fn schema_details_match_the_reference() {
         (&slo, &["spec", "extensions"]),
         (&nm, &["status", "podsMetric", "extensions"]),
         (&ccp, &["spec", "patch"]),
+        (&cnr, &["status", "nodeMetricStatus"]),
     ];
     for (schema, path) in preserved {
         let node = find(schema, path);
@@ -345,6 +365,17 @@ fn schema_details_match_the_reference() {
         assert!(node.get("properties").is_none(), "{path:?}");
     }
     assert!(find(&ccp, &["spec", "patch"]).get("type").is_none(), "patch may be any JSON value");
+    // A CNR zone's children are a list of schemaless zones (a structural
+    // schema cannot recurse), as are resource packages and pools.
+    for path in [
+        &["status", "topologyZone", "children"][..],
+        &["status", "resources", "resourcePackages"][..],
+        &["status", "resources", "resourcePools"][..],
+    ] {
+        let node = find(&cnr, path);
+        assert_eq!(node["type"], "array", "{path:?}");
+        assert_eq!(node["items"]["x-kubernetes-preserve-unknown-fields"], true, "{path:?}");
+    }
 
     // Quantities are int-or-string, in resource lists and alone.
     let quantities: &[(&Value, &[&str])] = &[
@@ -354,6 +385,9 @@ fn schema_details_match_the_reference() {
         (&eq, &["status", "used"]),
         (&pg, &["spec", "minResources"]),
         (&dev, &["spec", "devices", "resources"]),
+        (&cnr, &["status", "resources", "allocatable"]),
+        (&cnr, &["status", "resources", "capacity"]),
+        (&cnr, &["status", "topologyZone", "resources", "allocatable"]),
     ];
     for (schema, path) in quantities {
         let node = find(schema, path);

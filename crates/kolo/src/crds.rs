@@ -37,6 +37,7 @@ mod tests {
             "devices.scheduling.koordinator.sh",
             "elasticquotas.scheduling.sigs.k8s.io",
             "podgroups.scheduling.sigs.k8s.io",
+            "customnoderesources.node.katalyst.kubewharf.io",
         ] {
             assert!(names.iter().any(|n| n == expected), "{expected} missing from {names:?}");
         }

@@ -12,6 +12,9 @@
 //! 6/16 = 0.375, batch uses 1.5 → 0.75 per node: node 0 (bound) 2 − 0.75 +
 //! 0.75 = 2 → 2000m, node 1 the same → 4000m. Memory: 64 GiB − 5 GiB −
 //! (6 GiB × 1.1 → 7086696039 + 3 GiB × 1.1 → 3543348020) = 52720723557.
+//! CNR status: node allocatable = capacity = 4000m → `4k` reclaimed_millicpu,
+//! `52720723557` reclaimed_memory; socket 0 → NUMA 0 (CPUs 0-7, 8 CPUs,
+//! 64Gi / 2 = `32Gi`, 2000m → `2k`), socket 1 → NUMA 1 (8-15, the same).
 
 mod common;
 use common::{json, run_kolo};
@@ -54,6 +57,43 @@ fn prints_the_pools_their_sizes_and_the_reclaimed_resources() {
     assert_eq!(report["podMems"]["jobs/batch"], "1");
     assert_eq!(report["cpuHeadroom"]["millicpu"], 4000);
     assert_eq!(report["memoryHeadroom"]["bytes"], 52_720_723_557u64);
+
+    // The CNR status the node would write.
+    let cnr = &report["cnrStatus"];
+    let reclaimed = serde_json::json!({
+        "resource.katalyst.kubewharf.io/reclaimed_millicpu": "4k",
+        "resource.katalyst.kubewharf.io/reclaimed_memory": "52720723557",
+    });
+    assert_eq!(cnr["resources"]["allocatable"], reclaimed);
+    assert_eq!(cnr["resources"]["capacity"], reclaimed);
+    assert_eq!(cnr["topologyPolicy"], "None");
+    let sockets = cnr["topologyZone"].as_array().unwrap();
+    assert_eq!(sockets.len(), 2, "{cnr}");
+    for (i, (socket, cpus)) in sockets.iter().zip(["0-7", "8-15"]).enumerate() {
+        assert_eq!(
+            (socket["type"].as_str(), socket["name"].as_str()),
+            (Some("Socket"), Some(&*i.to_string()))
+        );
+        let numa = &socket["children"].as_array().unwrap()[..];
+        assert_eq!(numa.len(), 1, "{socket}");
+        assert_eq!(
+            (numa[0]["type"].as_str(), numa[0]["name"].as_str()),
+            (Some("Numa"), Some(&*i.to_string()))
+        );
+        let want = serde_json::json!({
+            "cpu": "8",
+            "memory": "32Gi",
+            "resource.katalyst.kubewharf.io/reclaimed_millicpu": "2k",
+        });
+        assert_eq!(numa[0]["resources"]["capacity"], want);
+        assert_eq!(numa[0]["resources"]["allocatable"], want);
+        assert_eq!(
+            numa[0]["attributes"],
+            serde_json::json!([{"name": "cpu_lists", "value": cpus}])
+        );
+    }
+    // Left empty: no conditions, no spec-side data in a status.
+    assert!(cnr.get("conditions").is_none(), "{cnr}");
 }
 
 #[test]

@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use kolo_api::crd::NodeMetric;
+use kolo_api::crd::{CustomNodeResource, NodeMetric};
 use kolo_core::snapshot::Snapshot;
 
 mod common;
@@ -23,20 +23,32 @@ fn example_node_metric() -> (String, NodeMetric) {
     (text, metric)
 }
 
-#[test]
-fn crds_are_accepted_and_a_dumped_node_metric_round_trips() {
-    let Some(config) = common::kubeconfig("kube_apiserver") else { return };
+/// `kolo crds | kubectl apply -f -`, then waits until every CRD is
+/// Established. Once per process: two tests applying the same new CRDs at
+/// once would race to create them.
+fn install_crds(config: &Path) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| apply_crds(config));
+}
 
-    // 1. kolo crds | kubectl apply -f -, and every CRD becomes Established.
+fn apply_crds(config: &Path) {
     let crds = run(kolo().arg("crds"), None).stdout;
-    run(kubectl(&config).args(["apply", "-f", "-"]), Some(&crds));
-    let mut wait = kubectl(&config);
+    run(kubectl(config).args(["apply", "-f", "-"]), Some(&crds));
+    let mut wait = kubectl(config);
     wait.args(["wait", "--for=condition=Established", "--timeout=60s"]);
     // The names themselves are pinned by the unit test of `kolo crds`.
     for crd in kolo_api::crd::all_crds() {
         wait.arg(format!("crd/{}", crd.metadata.name.unwrap()));
     }
     run(&mut wait, None);
+}
+
+#[test]
+fn crds_are_accepted_and_a_dumped_node_metric_round_trips() {
+    let Some(config) = common::kubeconfig("kube_apiserver") else { return };
+
+    // 1. kolo crds | kubectl apply -f -, and every CRD becomes Established.
+    install_crds(&config);
 
     // 1b. A NodeMetric without spec is stored (the reference's CRD does not
     // require one; an agent may write its status before a manager exists),
@@ -103,4 +115,39 @@ fn crds_are_accepted_and_a_dumped_node_metric_round_trips() {
     assert!(text.contains("prod reclaimable: cpu 2380m"), "{text}");
 
     run(kubectl(&config).args(["delete", "nodemetric", &name]), None);
+}
+
+/// Katalyst's CNR: a CNR in the shape Katalyst writes is stored by the API
+/// server (spec, then status through the status subresource) and reads back
+/// with nothing pruned, schemaless zone children included.
+#[test]
+fn a_katalyst_cnr_is_stored_and_read_back_unchanged() {
+    let Some(config) = common::kubeconfig("kube_apiserver") else { return };
+    install_crds(&config);
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../kolo-api/tests/fixtures/cnr-node-a.yaml");
+    let original: CustomNodeResource =
+        serde_saphyr::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let mut object = serde_json::to_value(&original).unwrap();
+    let status = object.as_object_mut().unwrap().remove("status").unwrap();
+    run(kubectl(&config).args(["apply", "-f", "-"]), Some(object.to_string().as_bytes()));
+    let patch = serde_json::json!({ "status": status }).to_string();
+    let name = original.metadata.name.clone().unwrap();
+    run(
+        kubectl(&config).args([
+            "patch",
+            "kcnr",
+            &name,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            &patch,
+        ]),
+        None,
+    );
+    let stored = run(kubectl(&config).args(["get", "kcnr", &name, "-o", "json"]), None).stdout;
+    let stored: CustomNodeResource = serde_json::from_slice(&stored).unwrap();
+    assert_eq!(stored.status, original.status);
+    assert_eq!(stored.spec, original.spec);
+    run(kubectl(&config).args(["delete", "kcnr", &name]), None);
 }

@@ -13,6 +13,7 @@
 //! [`NodePolicy::Katalyst`].
 
 pub mod advisor;
+pub mod cnr;
 pub mod config;
 pub mod cpuset_order;
 pub mod dedicated;

@@ -8,10 +8,12 @@
 //! over the nodes; the reserve pool is the node's reserved CPU rounded up;
 //! every CPU is taken as busy at the node's average (`usage.cpu` /
 //! #CPUs); reclaimed pods' usage is split evenly over the nodes; there is
-//! no previous cycle (no regulator history, no checkpoint).
+//! no previous cycle (no regulator history, no checkpoint). The report
+//! ends with the CNR status the node would write ([`super::cnr`]).
 
 use std::collections::BTreeMap;
 
+use kolo_api::crd::CustomNodeResourceStatus;
 use kolo_api::katalyst::KatalystAnnotationError;
 use kolo_core::cpuset::CpuSet;
 use serde::Serialize;
@@ -20,6 +22,7 @@ use super::advisor::assembler::Assembly;
 use super::advisor::cpu_headroom::{CpuHeadroom, CpuMeasurements};
 use super::advisor::memory_headroom::MemoryHeadroom;
 use super::advisor::{Advice, AdvisorInput, AdvisorState, RegionAdvice, advise};
+use super::cnr::cnr_status;
 use super::config::KatalystConfig;
 use super::machine::{Machine, Numa};
 use super::pod::KPod;
@@ -63,6 +66,9 @@ pub struct KatalystReport {
     pub pod_mems: BTreeMap<String, String>,
     /// Dedicated pods refused, with why.
     pub refused: BTreeMap<String, String>,
+    /// The `CustomNodeResource` status the node would report
+    /// ([`cnr_status`]).
+    pub cnr_status: CustomNodeResourceStatus,
 }
 
 /// The machine a node state describes (see the module docs).
@@ -194,6 +200,7 @@ fn build_report(
             .iter()
             .map(|r| (r.pod.clone(), r.reason.to_string()))
             .collect(),
+        cnr_status: cnr_status(machine, &a.cpu, &a.memory),
     }
 }
 

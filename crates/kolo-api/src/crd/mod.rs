@@ -1,4 +1,4 @@
-//! Custom resource types, wire-compatible with Koordinator's.
+//! Custom resource types, wire-compatible with Koordinator's (and one of Katalyst's).
 //!
 //! | kind | group/version | scope | status subresource |
 //! |---|---|---|---|
@@ -10,8 +10,11 @@
 //! | [`Device`] | `scheduling.koordinator.sh/v1alpha1` | Cluster | no |
 //! | [`ElasticQuota`] | `scheduling.sigs.k8s.io/v1alpha1` | Namespaced | no |
 //! | [`PodGroup`] | `scheduling.sigs.k8s.io/v1alpha1` | Namespaced | no |
+//! | [`CustomNodeResource`] | `node.katalyst.kubewharf.io/v1alpha1` | Cluster | yes |
 //!
-//! JSON field names are the Go JSON names of the reference. Go's `omitempty`
+//! The last is Katalyst's, not Koordinator's (its node report, written by
+//! a node running the Katalyst node policy). JSON field names are the Go
+//! JSON names of the reference. Go's `omitempty`
 //! fields are `Option`s, so the presence of a field survives a round trip
 //! (an object read and written back is unchanged). Enumerations of the
 //! reference are plain strings (with `pub const` values where useful), so
@@ -23,6 +26,7 @@
 
 pub mod colocation_profile;
 pub mod common;
+pub mod custom_node_resource;
 pub mod device;
 pub mod elastic_quota;
 pub mod node_metric;
@@ -41,6 +45,10 @@ pub use colocation_profile::{
     ClusterColocationProfile, ClusterColocationProfileSpec, ClusterColocationProfileStatus,
 };
 pub use common::{JsonObject, ResourceList, parse_go_duration, same_go_duration};
+pub use custom_node_resource::{
+    CnrAllocation, CnrAttribute, CnrCondition, CnrProperty, CnrResources, CnrSibling, CnrTaint,
+    CustomNodeResource, CustomNodeResourceSpec, CustomNodeResourceStatus, TopologyZone,
+};
 pub use device::{
     Device, DeviceAllocation, DeviceAllocationItem, DeviceInfo, DeviceSpec, DeviceStatus,
     DeviceTopology, VirtualFunction, VirtualFunctionGroup,
@@ -69,7 +77,8 @@ pub use reservation::{
 };
 
 /// Every CRD, in this order: NodeMetric, NodeSLO, ClusterColocationProfile,
-/// Reservation, PodMigrationJob, Device, ElasticQuota, PodGroup.
+/// Reservation, PodMigrationJob, Device, ElasticQuota, PodGroup,
+/// CustomNodeResource.
 ///
 /// The definitions are `kube`'s derived ones (`T::crd()`), adjusted to match
 /// the reference CRDs:
@@ -101,6 +110,7 @@ pub fn all_crds() -> Vec<CustomResourceDefinition> {
         finalize(Device::crd(), false, &[]),
         finalize(ElasticQuota::crd(), false, &[]),
         finalize(PodGroup::crd(), false, &[]),
+        finalize(CustomNodeResource::crd(), true, &[]),
     ]
 }
 
