@@ -139,9 +139,7 @@ pub fn run(args: Args) -> Result<(), RuntimeProxyError> {
             let health = Health::new("runtime-proxy");
             let mut registry = prometheus_client::registry::Registry::default();
             proxy.stats().register(&mut registry);
-            health.add_metrics(move |text| {
-                let _ = prometheus_client::encoding::text::encode_registry(text, &registry);
-            });
+            health.add_registry(registry);
             health.set_ready(true);
             kolo_kube::health::serve(addr, health)
                 .await

@@ -12,39 +12,13 @@
 //! hold other tests' objects), and it is all deleted at the end, also when an
 //! assertion fails.
 
-use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
 mod common;
 
-use common::{kolo, kubectl, run};
-
-/// Deletes what the test created when it goes out of scope, so a failed
-/// assertion does not leave nodes behind in a shared cluster.
-struct Cleanup<'a> {
-    config: &'a Path,
-    label: String,
-    namespace: String,
-}
-
-impl Drop for Cleanup<'_> {
-    fn drop(&mut self) {
-        let selector = format!("kolo-test={}", self.label);
-        // Bound pods wait for a kubelet to confirm graceful deletion; there
-        // is none, so they are deleted at once.
-        let steps: [Vec<&str>; 4] = [
-            vec!["delete", "pods", "-n", &self.namespace, "--all", "--grace-period=0", "--force"],
-            vec!["delete", "nodemetrics", "-l", &selector, "--ignore-not-found"],
-            vec!["delete", "nodes", "-l", &selector, "--ignore-not-found"],
-            // Without a namespace controller the namespace may stay
-            // Terminating; it is empty by now.
-            vec!["delete", "namespace", &self.namespace, "--wait=false", "--ignore-not-found"],
-        ];
-        common::cleanup(self.config, &steps, &self.namespace);
-    }
-}
+use common::{NamespaceCleanup as Cleanup, kolo, kubectl, run};
 
 /// A node object without status, and its status (written separately).
 fn node(name: &str, label: &str, cpu: &str, memory: &str, taint: bool) -> (Value, Value) {

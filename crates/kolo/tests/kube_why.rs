@@ -23,26 +23,7 @@ use serde_json::{Value, json};
 
 mod common;
 
-use common::{kolo, kubectl, run};
-
-struct Cleanup<'a> {
-    config: &'a Path,
-    label: String,
-    namespace: String,
-}
-
-impl Drop for Cleanup<'_> {
-    fn drop(&mut self) {
-        let selector = format!("kolo-test={}", self.label);
-        let steps: [Vec<&str>; 4] = [
-            vec!["delete", "pods", "-n", &self.namespace, "--all", "--grace-period=0", "--force"],
-            vec!["delete", "nodemetrics", "-l", &selector, "--ignore-not-found"],
-            vec!["delete", "nodes", "-l", &selector, "--ignore-not-found"],
-            vec!["delete", "namespace", &self.namespace, "--wait=false", "--ignore-not-found"],
-        ];
-        common::cleanup(self.config, &steps, &self.namespace);
-    }
-}
+use common::{NamespaceCleanup as Cleanup, kolo, kubectl, run};
 
 fn create(config: &Path, object: &Value) {
     run(kubectl(config).args(["create", "-f", "-"]), Some(object.to_string().as_bytes()));

@@ -66,7 +66,6 @@ pub struct DeschedulerMetrics {
     pub nodes: Family<NodeClassLabels, Gauge>,
     /// 1 while the Reservation CRD is served.
     pub reservation_crd: Gauge,
-    registry: Registry,
 }
 
 impl std::fmt::Debug for DeschedulerMetrics {
@@ -87,7 +86,6 @@ impl DeschedulerMetrics {
             balance_duration: Histogram::new(exponential_buckets(1e-4, 2.0, 16)),
             nodes: Family::default(),
             reservation_crd: Gauge::default(),
-            registry: Registry::default(),
         };
         registry.register(
             "migrations",
@@ -111,12 +109,8 @@ impl DeschedulerMetrics {
             "1 while the Reservation CRD is served (ReservationFirst migrations need it)",
             metrics.reservation_crd.clone(),
         );
-        let metrics = Arc::new(DeschedulerMetrics { registry, ..metrics });
-        let source = metrics.clone();
-        health.add_metrics(move |text| {
-            let _ = prometheus_client::encoding::text::encode_registry(text, &source.registry);
-        });
-        metrics
+        health.add_registry(registry);
+        Arc::new(metrics)
     }
 
     /// Sets the jobs gauge to `counts` (phase, reason) → jobs.

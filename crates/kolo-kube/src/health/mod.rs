@@ -140,6 +140,14 @@ impl Health {
         if reasons.is_empty() { Ok(()) } else { Err(reasons) }
     }
 
+    /// Adds a prometheus-client registry as a metrics source.
+    pub fn add_registry(&self, registry: Registry) {
+        self.add_metrics(move |text| {
+            // Writing to a String cannot fail.
+            let _ = prometheus_client::encoding::text::encode_registry(text, &registry);
+        });
+    }
+
     /// Counts one API write.
     pub fn count<T, E>(&self, action: &str, result: &Result<T, E>) {
         let result = if result.is_ok() { "ok" } else { "error" };

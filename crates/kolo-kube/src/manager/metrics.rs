@@ -69,7 +69,6 @@ pub struct ManagerMetrics {
     config_errors: Gauge,
     config_present: Gauge,
     pass_duration: Histogram,
-    registry: Registry,
 }
 
 impl std::fmt::Debug for ManagerMetrics {
@@ -93,7 +92,6 @@ impl ManagerMetrics {
             config_present: Gauge::default(),
             // 100 µs to ~3.3 s.
             pass_duration: Histogram::new(exponential_buckets(1e-4, 2.0, 16)),
-            registry: Registry::default(),
         };
         let r = &mut registry;
         r.register(
@@ -125,12 +123,8 @@ impl ManagerMetrics {
             m.config_present.clone(),
         );
         r.register("pass_duration_seconds", "Decision time of one pass", m.pass_duration.clone());
-        let metrics = Arc::new(ManagerMetrics { registry, ..m });
-        let source = metrics.clone();
-        health.add_metrics(move |text| {
-            let _ = prometheus_client::encoding::text::encode_registry(text, &source.registry);
-        });
-        metrics
+        health.add_registry(registry);
+        Arc::new(m)
     }
 
     /// The state of the configuration: rejected keys, and whether the

@@ -62,7 +62,6 @@ pub struct SchedulerMetrics {
     evaluations: Counter,
     reused: Counter,
     nodes: Gauge,
-    registry: Registry,
 }
 
 impl std::fmt::Debug for SchedulerMetrics {
@@ -87,7 +86,6 @@ impl SchedulerMetrics {
             evaluations: Counter::default(),
             reused: Counter::default(),
             nodes: Gauge::default(),
-            registry: Registry::default(),
         };
         let r = &mut registry;
         r.register("schedule_attempts", "Scheduling cycles by result", m.attempts.clone());
@@ -115,12 +113,8 @@ impl SchedulerMetrics {
             m.reused.clone(),
         );
         r.register("nodes", "Nodes in the scheduler's cache", m.nodes.clone());
-        let metrics = Arc::new(SchedulerMetrics { registry, ..m });
-        let source = metrics.clone();
-        health.add_metrics(move |text| {
-            let _ = prometheus_client::encoding::text::encode_registry(text, &source.registry);
-        });
-        metrics
+        health.add_registry(registry);
+        Arc::new(m)
     }
 
     /// Records one cycle's decision time.

@@ -123,9 +123,7 @@ impl RotationMetrics {
             "Webhook certificate renewals made by this replica",
             metrics.renewals.clone(),
         );
-        health.add_metrics(move |text| {
-            let _ = prometheus_client::encoding::text::encode_registry(text, &registry);
-        });
+        health.add_registry(registry);
         metrics
     }
 }

@@ -140,3 +140,31 @@ pub fn standalone_agent(
         .spawn()
         .expect("kolo agent starts")
 }
+
+/// Deletes, when dropped, a test's namespace with its pods and the nodes
+/// and NodeMetrics labelled `kolo-test=<label>`, so a failed assertion
+/// does not leave them in a shared cluster.
+pub struct NamespaceCleanup<'a> {
+    /// The kubeconfig.
+    pub config: &'a Path,
+    /// The `kolo-test` label of the test's nodes and NodeMetrics.
+    pub label: String,
+    /// The test's namespace.
+    pub namespace: String,
+}
+
+impl Drop for NamespaceCleanup<'_> {
+    fn drop(&mut self) {
+        let selector = format!("kolo-test={}", self.label);
+        // Bound pods wait for a kubelet to confirm graceful deletion; there
+        // may be none, so they are deleted at once. Without a namespace
+        // controller the namespace may stay Terminating; it is empty by now.
+        let steps: [Vec<&str>; 4] = [
+            vec!["delete", "pods", "-n", &self.namespace, "--all", "--grace-period=0", "--force"],
+            vec!["delete", "nodemetrics", "-l", &selector, "--ignore-not-found"],
+            vec!["delete", "nodes", "-l", &selector, "--ignore-not-found"],
+            vec!["delete", "namespace", &self.namespace, "--wait=false", "--ignore-not-found"],
+        ];
+        cleanup(self.config, &steps, &self.namespace);
+    }
+}
