@@ -371,6 +371,12 @@ fn yaml_fast_path_loads_what_the_json_path_loads() {
         let json: String = values.iter().map(|v| serde_json::to_string(v).unwrap()).collect();
         let fast = snapshot(&yaml);
         let slow = snapshot(&json);
+        // Katalyst's CNR: the agent writes it; no snapshot reads it (it
+        // must still take the fast path, above).
+        if name.ends_with("cnr-node-a.yaml") {
+            assert_eq!((fast.object_count(), slow.object_count()), (0, 0), "{name}");
+            continue;
+        }
         assert!(fast.object_count() > 0, "{name}");
         assert_eq!(format!("{fast:?}"), format!("{slow:?}"), "{name}");
     }

@@ -124,16 +124,9 @@ fn read_list(
     list: Option<&BTreeMap<String, Quantity>>,
 ) -> Result<ResourceVector, QuotaError> {
     let Some(list) = list else { return Ok(ResourceVector::EMPTY) };
-    let vector = ResourceVector::from_resource_list(list)
-        .map_err(|e| QuotaError::new(quota, field, e.to_string()))?;
-    if let Some(negative) = vector.negative().iter().next() {
-        return Err(QuotaError::new(
-            quota,
-            field,
-            format!("{} must not be negative", negative.as_str()),
-        ));
-    }
-    Ok(vector)
+    // `from_resource_list` refuses negative amounts, naming the resource.
+    ResourceVector::from_resource_list(list)
+        .map_err(|e| QuotaError::new(quota, field, e.to_string()))
 }
 
 /// Every min key must be in max, with min ≤ max.
@@ -244,12 +237,12 @@ mod tests {
             (
                 object("q", "ns", &[("cpu", "-1")], &[("cpu", "2")], &[], &[]),
                 "spec.min",
-                "cpu must not be negative",
+                "resource \"cpu\": negative quantity",
             ),
             (
                 object("q", "ns", &[], &[("memory", "-1Gi")], &[], &[]),
                 "spec.max",
-                "memory must not be negative",
+                "resource \"memory\": negative quantity",
             ),
             (
                 object("q", "ns", &[("cpu", "3")], &[("cpu", "2")], &[], &[]),
