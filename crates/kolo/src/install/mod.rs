@@ -12,7 +12,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::ValueEnum;
-use serde_json::Value;
 
 use crate::CliError;
 use render::{Context, render};
@@ -200,8 +199,7 @@ fn rendered(
 /// the PriorityClasses' values from `kolo_api`.
 fn context(values: &Values) -> Result<Context, InstallError> {
     values.check()?;
-    let mut context = Context::new();
-    flatten("", &serde_json::to_value(values).expect("values serialize"), &mut context);
+    let mut context = values::by_key(values);
     context.insert("manager.configNamespace".to_string(), values.config_namespace().to_string());
     context
         .insert("agent.kubeletSubresource".to_string(), values.kubelet_subresource().to_string());
@@ -216,23 +214,6 @@ fn context(values: &Values) -> Result<Context, InstallError> {
         );
     }
     Ok(context)
-}
-
-fn flatten(prefix: &str, value: &Value, out: &mut Context) {
-    match value {
-        Value::Object(map) => {
-            for (k, v) in map {
-                let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
-                flatten(&key, v, out);
-            }
-        }
-        Value::String(s) => {
-            out.insert(prefix.to_string(), s.clone());
-        }
-        other => {
-            out.insert(prefix.to_string(), other.to_string());
-        }
-    }
 }
 
 /// The kustomization.yaml listing `parts`, with the image split into name

@@ -1,4 +1,5 @@
 use super::*;
+use serde_json::Value;
 
 const ALL: [Component; 4] =
     [Component::Scheduler, Component::Manager, Component::Descheduler, Component::Agent];

@@ -252,7 +252,14 @@ fn apply_set(tree: &mut Value, set: &str) -> Result<(), InstallError> {
 
 /// Every settable key, dotted.
 pub fn known_keys() -> Vec<String> {
-    fn walk(prefix: &str, value: &Value, out: &mut Vec<String>) {
+    by_key(&Values::default()).into_keys().collect()
+}
+
+/// Every value by its dotted key (strings as they are, numbers and
+/// booleans as JSON writes them): the keys `--set` takes and the
+/// placeholders the templates use.
+pub fn by_key(values: &Values) -> std::collections::BTreeMap<String, String> {
+    fn walk(prefix: &str, value: &Value, out: &mut std::collections::BTreeMap<String, String>) {
         match value {
             Value::Object(map) => {
                 for (k, v) in map {
@@ -260,11 +267,16 @@ pub fn known_keys() -> Vec<String> {
                     walk(&key, v, out);
                 }
             }
-            _ => out.push(prefix.to_string()),
+            Value::String(s) => {
+                out.insert(prefix.to_string(), s.clone());
+            }
+            other => {
+                out.insert(prefix.to_string(), other.to_string());
+            }
         }
     }
-    let mut out = Vec::new();
-    walk("", &serde_json::to_value(Values::default()).expect("values serialize"), &mut out);
+    let mut out = std::collections::BTreeMap::new();
+    walk("", &serde_json::to_value(values).expect("values serialize"), &mut out);
     out
 }
 
