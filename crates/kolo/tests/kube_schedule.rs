@@ -165,19 +165,7 @@ fn schedules_a_dump_of_a_real_api_server() {
     // 5. Dump the way an operator would (restricted to this test's objects)
     // and schedule the dump.
     let selector = format!("kolo-test={run_id}");
-    let dump = run(
-        kubectl(&config).args([
-            "get",
-            "nodes,pods,nodemetrics",
-            "-A",
-            "-l",
-            &selector,
-            "-o",
-            "yaml",
-        ]),
-        None,
-    )
-    .stdout;
+    let dump = common::dump_labelled(&config, &selector);
     let dir = tempfile::tempdir().unwrap();
     let dump_path = dir.path().join("dump.yaml");
     std::fs::write(&dump_path, &dump).unwrap();

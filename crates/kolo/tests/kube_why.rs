@@ -326,19 +326,7 @@ fn why_explains_pods_and_nodes_of_a_real_api_server() {
         why(config, &["node", &node, "--config-namespace", &namespace, "--agent-url", &url]);
     println!("--- kolo why node\n{text}");
     let selector = format!("kolo-test={id}");
-    let mut dump = run(
-        kubectl(config).args([
-            "get",
-            "nodes,pods,nodemetrics",
-            "-A",
-            "-l",
-            &selector,
-            "-o",
-            "yaml",
-        ]),
-        None,
-    )
-    .stdout;
+    let mut dump = common::dump_labelled(config, &selector);
     dump.extend(b"\n---\n");
     dump.extend(
         run(

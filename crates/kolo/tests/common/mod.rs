@@ -168,3 +168,10 @@ impl Drop for NamespaceCleanup<'_> {
         cleanup(self.config, &steps, &self.namespace);
     }
 }
+
+/// `kubectl get nodes,pods,nodemetrics -A -l <selector> -o yaml`: a test's
+/// objects dumped the way an operator dumps a cluster.
+pub fn dump_labelled(config: &Path, selector: &str) -> Vec<u8> {
+    let args = ["get", "nodes,pods,nodemetrics", "-A", "-l", selector, "-o", "yaml"];
+    run(kubectl(config).args(args), None).stdout
+}
